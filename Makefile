@@ -1,0 +1,46 @@
+# One entry point for users and CI. `make demo` and `make test` work from a fresh clone.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install demo test lint ui bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(DAGSTER_HOME):
+	mkdir -p $(DAGSTER_HOME)
+	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+demo: $(STAMP) $(DAGSTER_HOME)
+	$(BIN)/rag-eval run
+	$(BIN)/rag-eval scorecard
+
+test: $(STAMP)
+	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
+	$(BIN)/ruff format --check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
+
+ui: $(STAMP) $(DAGSTER_HOME)
+	$(BIN)/dagster dev -w workspace.yaml
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ir_metrics.py
+
+clean:
+	rm -rf $(VENV) data/warehouse data/cache .dagster_home
