@@ -1,0 +1,71 @@
+"""Content-addressed embedding cache: one float32 vector per (model id, text hash), on disk.
+
+Vectors live in append-only shard files ``<cache_dir>/<model_key>/<shard>.npz`` so a re-run, a new
+date or a backfill over unchanged texts never pays for the model again. Shards are written to a
+temporary file and renamed into place, so a crash never leaves a half-written shard behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def text_key(text: str) -> str:
+    """The cache key of one text: SHA-256 of its UTF-8 bytes, hex."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def model_key(model_id: str, normalize: bool) -> str:
+    """A filesystem-safe folder name for one model configuration."""
+    digest = hashlib.sha256(f"{model_id}|normalize={normalize}".encode()).hexdigest()[:16]
+    readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[-48:]
+    return f"{readable}-{digest}"
+
+
+class EmbeddingCache:
+    """Vectors of one model configuration, looked up by text hash."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self._vectors: dict[str, np.ndarray] = {}
+        self._loaded_shards: set[str] = set()
+
+    def _refresh(self) -> None:
+        if not self.directory.exists():
+            return
+        for shard in sorted(self.directory.glob("*.npz")):
+            if shard.name in self._loaded_shards:
+                continue
+            with np.load(shard) as data:
+                keys, vectors = data["keys"], data["vectors"]
+            self._vectors.update(zip(keys.tolist(), vectors, strict=True))
+            self._loaded_shards.add(shard.name)
+
+    def lookup(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        """The cached vector of each key, or None where the text was never embedded."""
+        self._refresh()
+        return [self._vectors.get(key) for key in keys]
+
+    def store(self, keys: Sequence[str], vectors: np.ndarray) -> None:
+        """Persist new vectors atomically as one new shard."""
+        if len(keys) == 0:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        shard_name = f"{uuid.uuid4().hex}.npz"
+        fd, tmp_name = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(handle, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
+            os.replace(tmp_name, self.directory / shard_name)
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise
+        self._vectors.update(zip(keys, vectors.astype(np.float32), strict=True))
+        self._loaded_shards.add(shard_name)

