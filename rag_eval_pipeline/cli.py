@@ -1,0 +1,194 @@
+"""`rag-eval`: validate dataset folders, run evaluations on the persistent instance, read results.
+
+rag-eval validate PATH
+rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION]
+rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
+from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, WAREHOUSE_URL
+
+SCORECARD_ASSET = "evaluation_scorecard"
+
+
+def _today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def _valid_date(text: str) -> str:
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from error
+
+
+def _ensure_dagster_home() -> None:
+    home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists() and (PROJECT_ROOT / "dagster.yaml").exists():
+        config.write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate a dataset version folder and print its table sizes."""
+    try:
+        dataset = load_dataset(Path(args.path))
+    except (DatasetError, InvalidVersionName) as error:
+        print(error, file=sys.stderr)
+        return 1
+    print(f"Dataset version '{dataset.version}' is valid:")
+    for name, value in dataset.statistics().items():
+        print(f"  {name}: {value}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Register dataset versions and materialize the selected assets for each on one date."""
+    _ensure_dagster_home()
+    from dagster import AssetSelection, DagsterInstance
+
+    from rag_eval_pipeline.definitions import defs
+    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.resources import DatasetsResource
+
+    scan = DatasetsResource().scan()
+    for name, reason in scan.invalid.items():
+        print(f"skipping dataset folder {name!r}: {reason}", file=sys.stderr)
+    versions = args.dataset_version or scan.valid
+    unknown = [v for v in versions if v not in scan.valid]
+    if unknown:
+        print(f"unknown or invalid dataset version(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    instance = DagsterInstance.get()
+    registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
+    new = [v for v in versions if v not in registered]
+    if new:
+        instance.add_dynamic_partitions(DATASET_VERSION, new)
+    job = defs.resolve_job_def(EVALUATION_JOB_NAME)
+    selection = (
+        AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph())
+        if args.select
+        else None
+    )
+    failed = []
+    for version in versions:
+        key = evaluation_partition_key(version, args.date)
+        print(f"materializing {key} ...", flush=True)
+        result = job.execute_in_process(
+            partition_key=key, instance=instance, asset_selection=selection, raise_on_error=False
+        )
+        print(f"  {'ok' if result.success else 'FAILED'}: run {result.run_id}")
+        if not result.success:
+            failed.append(version)
+    if failed:
+        print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def read_scorecards(versions: Sequence[str], day: str) -> pd.DataFrame:
+    """The stored scorecard rows of `versions` on `day` (missing partitions are skipped)."""
+    from upath import UPath
+
+    from rag_eval_pipeline.io_managers import read_parquet
+
+    base = UPath(WAREHOUSE_URL) / SCORECARD_ASSET
+    frames = []
+    for version in versions:
+        path = base / version / f"{day}.parquet"
+        if path.exists():
+            frames.append(read_parquet(path))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def cmd_scorecard(args: argparse.Namespace) -> int:
+    """Print the scorecard of one or more versions on a date, as a table or JSON."""
+    from rag_eval_pipeline.datasets.versions import scan_versions
+
+    versions = args.dataset_version or scan_versions(DATASETS_DIR).valid
+    scorecard = read_scorecards(versions, args.date)
+    if scorecard.empty:
+        print(
+            f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
+            "`rag-eval run` first.",
+            file=sys.stderr,
+        )
+        return 1
+    if args.format == "json":
+        print(json.dumps(json.loads(scorecard.to_json(orient="records")), indent=2))
+        return 0
+    with pd.option_context(
+        "display.max_rows",
+        None,
+        "display.width",
+        200,
+        "display.max_colwidth",
+        40,
+        "display.float_format",
+        "{:.4f}".format,
+    ):
+        columns = [
+            c
+            for c in (
+                "dataset_version",
+                "system",
+                "tier",
+                "metric",
+                "value",
+                "ci_low",
+                "ci_high",
+                "count",
+                "band",
+            )
+            if c in scorecard.columns
+        ]
+        print(scorecard[columns].to_string(index=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `rag-eval`."""
+    parser = argparse.ArgumentParser(
+        prog="rag-eval", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    validate = commands.add_parser("validate", help="validate a dataset version folder")
+    validate.add_argument("path")
+    validate.set_defaults(handler=cmd_validate)
+    run = commands.add_parser("run", help="materialize the evaluation for versions on a date")
+    run.add_argument("--dataset-version", action="append", help="repeatable; default: all")
+    run.add_argument("--date", type=_valid_date, default=_today(), help="default: today (UTC)")
+    run.add_argument("--select", help="Dagster asset selection, e.g. 'retrieval_metrics+'")
+    run.set_defaults(handler=cmd_run)
+    scorecard = commands.add_parser("scorecard", help="print stored scorecards")
+    scorecard.add_argument("--dataset-version", action="append", help="default: all")
+    scorecard.add_argument("--date", type=_valid_date, default=_today())
+    scorecard.add_argument("--format", choices=("table", "json"), default="table")
+    scorecard.set_defaults(handler=cmd_scorecard)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `rag-eval` console script."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

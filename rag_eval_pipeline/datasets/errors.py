@@ -1,0 +1,46 @@
+"""Errors raised for bad dataset input, each naming the file, row and column at fault."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ValidationIssue:
+    """One problem in one place of a dataset file.
+
+    `row` is the 1-based data row (header excluded); `line` the 1-based line in a text file when
+    it differs from what a reader would guess (JSONL with blank lines, CSV with a header).
+    """
+
+    file: str
+    message: str
+    row: int | None = None
+    column: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = [self.file]
+        if self.row is not None:
+            where.append(f"row {self.row}" + (f" (line {self.line})" if self.line else ""))
+        if self.column is not None:
+            where.append(f"column '{self.column}'")
+        return f"{', '.join(where)}: {self.message}"
+
+
+class DatasetError(ValueError):
+    """A dataset version that cannot be used, with every problem found listed."""
+
+    max_listed = 20
+
+    def __init__(self, source: str, issues: list[ValidationIssue]) -> None:
+        self.source = source
+        self.issues = issues
+        listed = "\n".join(f"  - {issue}" for issue in issues[: self.max_listed])
+        more = len(issues) - self.max_listed
+        suffix = f"\n  ... and {more} more" if more > 0 else ""
+        super().__init__(f"Invalid dataset {source}: {len(issues)} problem(s)\n{listed}{suffix}")
+
+
+class InvalidVersionName(ValueError):
+    """A dataset version name that could escape its folder or break partition keys."""

@@ -1,0 +1,169 @@
+"""Readers for dataset files: JSONL, CSV, TSV, Parquet, TREC qrels, BEIR qrels and TREC runs.
+
+Every reader returns a DataFrame whose `attrs["lines"]` holds the 1-based source line of each row
+(where the format has lines), so validation errors can point at the exact place in the file.
+Identifiers are read as strings: `007` and `7` are different documents, as in trec_eval.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+
+ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
+TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
+TREC_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
+BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")
+
+
+def _with_lines(frame: pd.DataFrame, lines: list[int]) -> pd.DataFrame:
+    frame.attrs["lines"] = lines
+    return frame
+
+
+def _ids_as_str(frame: pd.DataFrame) -> pd.DataFrame:
+    for column in ID_COLUMNS:
+        if column in frame.columns:
+            frame[column] = frame[column].map(lambda v: v if v is None or pd.isna(v) else str(v))
+    return frame
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """One JSON object per line; blank lines are skipped; a bad line names its line number."""
+    records: list[dict] = []
+    lines: list[int] = []
+    issues: list[ValidationIssue] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                issues.append(
+                    ValidationIssue(
+                        path.name, f"invalid JSON: {error.msg}", len(records) + 1, line=number
+                    )
+                )
+                continue
+            if not isinstance(record, dict):
+                issues.append(
+                    ValidationIssue(
+                        path.name, "each line must be a JSON object", len(records) + 1, line=number
+                    )
+                )
+                continue
+            records.append(record)
+            lines.append(number)
+    if issues:
+        raise DatasetError(str(path), issues)
+    return _with_lines(_ids_as_str(pd.DataFrame.from_records(records)), lines)
+
+
+def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
+    """CSV/TSV with a header row; every value read as text, numbers converted by validation."""
+    try:
+        frame = pd.read_csv(
+            path, sep=delimiter, dtype=str, keep_default_na=False, quoting=csv.QUOTE_MINIMAL
+        )
+    except (pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise DatasetError(
+            str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
+        ) from error
+    frame = frame.replace({"": None})
+    return _with_lines(frame, list(range(2, len(frame) + 2)))
+
+
+def read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet table; rows are numbered from 1 in error messages."""
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as error:  # pyarrow raises several unrelated types for corrupt files
+        raise DatasetError(
+            str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
+        ) from error
+    return _ids_as_str(frame)
+
+
+def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """A headerless whitespace-separated file (TREC formats) with a fixed number of columns."""
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    issues: list[ValidationIssue] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            parts = text.split()
+            if not parts:
+                continue
+            if len(parts) != len(columns):
+                issues.append(
+                    ValidationIssue(
+                        path.name,
+                        f"expected {len(columns)} whitespace-separated fields "
+                        f"({' '.join(columns)}), found {len(parts)}",
+                        len(rows) + 1,
+                        line=number,
+                    )
+                )
+                continue
+            rows.append(parts)
+            lines.append(number)
+    if issues:
+        raise DatasetError(str(path), issues)
+    return _with_lines(pd.DataFrame(rows, columns=list(columns), dtype=str), lines)
+
+
+def _first_line(path: Path) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.readline()
+
+
+def read_qrels(path: Path) -> pd.DataFrame:
+    """Qrels as `query_id, doc_id, relevance` from any supported layout.
+
+    `.trec`/`.txt`: TREC `qid iter docid rel`; `.tsv`: BEIR (`query-id corpus-id score` header)
+    or TREC; `.jsonl`/`.csv`/`.parquet`: the named columns.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".tsv" and tuple(_first_line(path).split()) == BEIR_QRELS_HEADER:
+        frame = read_delimited(path, "\t").rename(
+            columns={"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"}
+        )
+        return frame
+    if suffix in {".trec", ".txt", ".tsv"}:
+        frame = read_whitespace_columns(path, TREC_QRELS_COLUMNS)
+        lines = frame.attrs["lines"]
+        frame = frame.drop(columns=["iteration"])
+        return _with_lines(frame, lines)
+    return read_table(path)
+
+
+def read_trec_run(path: Path) -> pd.DataFrame:
+    """A TREC run `qid Q0 docid rank score tag`; the system name is the file stem."""
+    frame = read_whitespace_columns(path, TREC_RUN_COLUMNS)
+    lines = frame.attrs["lines"]
+    frame = frame.drop(columns=["q0", "tag"])
+    frame.insert(0, "system", path.stem)
+    return _with_lines(frame, lines)
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """Read a table by its extension: `.jsonl`, `.csv`, `.tsv` or `.parquet`."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return read_jsonl(path)
+    if suffix == ".csv":
+        return read_delimited(path, ",")
+    if suffix == ".tsv":
+        return read_delimited(path, "\t")
+    if suffix == ".parquet":
+        return read_parquet(path)
+    raise DatasetError(
+        str(path),
+        [ValidationIssue(path.name, "unsupported extension: use .jsonl, .csv, .tsv or .parquet")],
+    )

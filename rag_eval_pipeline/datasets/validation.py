@@ -1,0 +1,259 @@
+"""Schema validation of dataset tables: columns, types, unique keys, ranges and references.
+
+Each check is vectorized over the whole column and reports the offending rows by file, row
+(and source line) and column, so a user can fix a 100k-row file without guessing. Values are
+coerced to their final types here (ids to str, grades to int, flags to bool), so the rest of the
+pipeline never re-parses input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.datasets.errors import ValidationIssue
+
+MAX_ROWS_PER_ISSUE = 5
+TRUE_WORDS = frozenset({"yes", "true", "1", "y", "show"})
+FALSE_WORDS = frozenset({"no", "false", "0", "n", "hide"})
+
+
+@dataclass(frozen=True)
+class Column:
+    """The expected type and range of one column."""
+
+    name: str
+    kind: str  # id | text | int | float | bool | list
+    required: bool = True
+    nullable: bool = False
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """Columns, unique key and any columns matched by prefix (e.g. `human_score_*`)."""
+
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+    prefixed: tuple[Column, ...] = ()
+
+
+class TableValidator:
+    """Collects the issues of one table read from `file`, coercing columns as it goes."""
+
+    def __init__(self, frame: pd.DataFrame, file: str) -> None:
+        self.frame = frame.reset_index(drop=True)
+        self.file = file
+        self.lines: list[int] | None = frame.attrs.get("lines")
+        self.issues: list[ValidationIssue] = []
+
+    def report(self, mask: np.ndarray, column: str | None, message: str) -> None:
+        """Add one issue per offending row (the first few), then a count of the rest."""
+        rows = np.flatnonzero(mask)
+        for position in rows[:MAX_ROWS_PER_ISSUE]:
+            line = self.lines[position] if self.lines else None
+            self.issues.append(ValidationIssue(self.file, message, int(position) + 1, column, line))
+        if len(rows) > MAX_ROWS_PER_ISSUE:
+            self.issues.append(
+                ValidationIssue(
+                    self.file,
+                    f"{message} (and {len(rows) - MAX_ROWS_PER_ISSUE} more rows)",
+                    column=column,
+                )
+            )
+
+    def check_schema(self, schema: TableSchema) -> pd.DataFrame:
+        """Check and coerce every column of `schema`; return the coerced frame."""
+        columns = list(schema.columns) + [
+            Column(name, spec.kind, required=False, nullable=True, low=spec.low, high=spec.high)
+            for spec in schema.prefixed
+            for name in self.frame.columns
+            if name.startswith(spec.name)
+        ]
+        for column in columns:
+            if column.name not in self.frame.columns:
+                if column.required:
+                    found = ", ".join(map(str, self.frame.columns)) or "none"
+                    self.issues.append(
+                        ValidationIssue(
+                            self.file,
+                            f"missing required column (found: {found})",
+                            column=column.name,
+                        )
+                    )
+                continue
+            self._check_column(column)
+        if schema.key and all(k in self.frame.columns for k in schema.key):
+            duplicated = self.frame.duplicated(list(schema.key), keep="first").to_numpy()
+            self.report(duplicated, ",".join(schema.key), "duplicate key")
+        return self.frame
+
+    def _check_column(self, column: Column) -> None:
+        values = self.frame[column.name]
+        missing = values.isna().to_numpy()
+        if not column.nullable:
+            self.report(missing, column.name, "missing value")
+        coerce = COERCERS[column.kind]
+        converted, bad = coerce(values, missing)
+        self.report(bad, column.name, f"not a valid {column.kind} value")
+        if column.low is not None or column.high is not None:
+            numeric = pd.to_numeric(converted, errors="coerce").to_numpy(dtype=float)
+            low = -np.inf if column.low is None else column.low
+            high = np.inf if column.high is None else column.high
+            out = ~missing & ~bad & ((numeric < low) | (numeric > high))
+            self.report(out, column.name, f"out of range [{column.low}, {column.high}]")
+        self.frame[column.name] = converted
+
+    def check_references(self, column: str, known: set[str], target: str) -> None:
+        """Report values of `column` that do not exist in the `target` table."""
+        if column not in self.frame.columns:
+            return
+        values = self.frame[column]
+        unknown = values.notna().to_numpy() & ~values.isin(known).to_numpy()
+        self.report(unknown, column, f"unknown id: not in {target}")
+
+
+def _coerce_id(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    text = values.map(
+        lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
+    )
+    bad = ~missing & (text.fillna("").to_numpy() == "")
+    return text.astype(object), bad
+
+
+def _coerce_text(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    is_str = values.map(lambda v: isinstance(v, str)).to_numpy()
+    blank = values.map(lambda v: isinstance(v, str) and not v.strip()).to_numpy()
+    return values.astype(object), (~missing & ~is_str) | blank
+
+
+def _coerce_number(
+    values: pd.Series, missing: np.ndarray, integer: bool
+) -> tuple[pd.Series, np.ndarray]:
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = ~missing & numeric.isna().to_numpy()
+    if integer:
+        as_float = numeric.to_numpy(dtype=float)
+        bad |= ~missing & ~bad & (np.floor(as_float) != as_float)
+        if bad.any():
+            return numeric, bad
+        return numeric.astype("Int64" if missing.any() else "int64"), bad
+    return numeric.astype("float64"), bad
+
+
+def _coerce_bool(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    def parse(value: object) -> bool | None:
+        if isinstance(value, bool | np.bool_):
+            return bool(value)
+        word = str(value).strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        return None
+
+    parsed = values.map(lambda v: None if v is None or pd.isna(v) else parse(v))
+    bad = ~missing & parsed.isna().to_numpy()
+    return parsed.astype(object), bad
+
+
+def _coerce_list(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    def parse(value: object) -> list[str] | None:
+        if isinstance(value, list | tuple | np.ndarray):
+            return [str(item) for item in value]
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    items = json.loads(text)
+                except json.JSONDecodeError:
+                    return None
+                return [str(item) for item in items] if isinstance(items, list) else None
+            return [part.strip() for part in text.split("|") if part.strip()]
+        return None
+
+    parsed = values.map(
+        lambda v: None if v is None or (np.ndim(v) == 0 and pd.isna(v)) else parse(v)
+    )
+    bad = ~missing & parsed.isna().to_numpy()
+    return parsed.astype(object), bad
+
+
+COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {
+    "id": _coerce_id,
+    "text": _coerce_text,
+    "int": lambda values, missing: _coerce_number(values, missing, integer=True),
+    "float": lambda values, missing: _coerce_number(values, missing, integer=False),
+    "bool": _coerce_bool,
+    "list": _coerce_list,
+}
+
+CORPUS = TableSchema(
+    "corpus",
+    (
+        Column("doc_id", "id"),
+        Column("text", "text"),
+        Column("title", "text", required=False, nullable=True),
+        Column("cluster", "id", required=False, nullable=True),
+    ),
+    key=("doc_id",),
+)
+QUERIES = TableSchema(
+    "queries",
+    (
+        Column("query_id", "id"),
+        Column("question", "text"),
+        Column("ground_truth_answer", "text", required=False, nullable=True),
+        Column("session_id", "id", required=False, nullable=True),
+        Column("turn", "int", required=False, nullable=True, low=1),
+    ),
+    key=("query_id",),
+)
+QRELS = TableSchema(
+    "qrels",
+    (Column("query_id", "id"), Column("doc_id", "id"), Column("relevance", "int", low=0, high=3)),
+    key=("query_id", "doc_id"),
+)
+RUNS = TableSchema(
+    "runs",
+    (
+        Column("system", "id"),
+        Column("query_id", "id"),
+        Column("doc_id", "id"),
+        Column("rank", "int", low=1),
+        Column("score", "float"),
+    ),
+    key=("system", "query_id", "doc_id"),
+)
+LOGS = TableSchema(
+    "logs",
+    (
+        Column("question", "text"),
+        Column("retrieved_doc_ids", "list"),
+        Column("log_id", "id", required=False),
+        Column("session_id", "id", required=False, nullable=True),
+        Column("answer", "text", required=False, nullable=True),
+        Column("shown_doc_id", "id", required=False, nullable=True),
+        Column("latency_ms", "float", required=False, nullable=True, low=0),
+    ),
+    key=("log_id",),
+)
+JUDGE_LABELS = TableSchema(
+    "judge_labels",
+    (
+        Column("question", "text"),
+        Column("context", "text"),
+        Column("answer", "text"),
+        Column("label_id", "id", required=False),
+        Column("ground_truth_show", "bool", required=False, nullable=True),
+    ),
+    key=("label_id",),
+    prefixed=(Column("human_score_", "float", low=1, high=5),),
+)
+SCHEMAS = {s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS)}

@@ -1,0 +1,71 @@
+"""Dataset version names and discovery of the version folders under `data/datasets/`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_eval_pipeline.datasets.errors import InvalidVersionName
+
+VERSION_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+REQUIRED_TABLES = ("queries", "qrels")
+
+
+def validate_version_name(name: str) -> str:
+    """Return `name` if it is a safe version name, else raise `InvalidVersionName`.
+
+    Safe: 1–100 characters of letters, digits, `.`, `_` and `-`, starting with a letter or a
+    digit. That excludes path separators, `..`, spaces, and the `|` and `,` that Dagster uses
+    inside multi-partition keys and partition lists.
+    """
+    if not isinstance(name, str) or not VERSION_NAME_PATTERN.fullmatch(name):
+        raise InvalidVersionName(
+            f"Invalid dataset version name {name!r}: use 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit (no spaces, slashes, '..', '|' or ',')."
+        )
+    return name
+
+
+def version_dir(datasets_root: Path, name: str) -> Path:
+    """The folder of version `name` under `datasets_root`, refusing names that escape it."""
+    return Path(datasets_root) / validate_version_name(name)
+
+
+def find_table_file(folder: Path, table: str) -> Path | None:
+    """The file holding `table` in a version folder (`<table>.<ext>`), or None."""
+    matches = sorted(p for p in folder.glob(f"{table}.*") if p.is_file())
+    return matches[0] if matches else None
+
+
+@dataclass(frozen=True)
+class VersionScan:
+    """The outcome of scanning the datasets folder: usable versions and rejected folders."""
+
+    valid: list[str]
+    invalid: dict[str, str]
+
+
+def scan_versions(datasets_root: Path) -> VersionScan:
+    """List version folders; a folder is valid if its name is safe and it has queries and qrels.
+
+    Full validation of the tables happens when a version is loaded; this scan is cheap enough to
+    run on every sensor tick.
+    """
+    valid: list[str] = []
+    invalid: dict[str, str] = {}
+    root = Path(datasets_root)
+    if not root.is_dir():
+        return VersionScan(valid, invalid)
+    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        try:
+            validate_version_name(folder.name)
+        except InvalidVersionName as error:
+            invalid[folder.name] = str(error)
+            continue
+        missing = [t for t in REQUIRED_TABLES if find_table_file(folder, t) is None]
+        if missing:
+            invalid[folder.name] = f"missing required table file(s): {', '.join(missing)}"
+            continue
+        valid.append(folder.name)
+    return VersionScan(valid, invalid)

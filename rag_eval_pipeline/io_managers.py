@@ -1,0 +1,146 @@
+"""Parquet IO manager: `<base>/<asset>/<dataset_version>/<date>.parquet`, written atomically.
+
+Built on Dagster's `UPathIOManager`, so the base may be a local folder or any fsspec URL
+(`s3://`, `gs://`, `memory://`). A DataFrame is one Parquet file; a mapping of DataFrames (the
+golden dataset's tables) is a folder `<date>/` with one `<table>.parquet` each.
+
+Local writes go to a temporary sibling that is renamed into place, so a crash mid-write leaves
+the previous good partition intact (Dagster's base class opens the target for writing and
+truncates it). On object stores a single PUT is already all-or-nothing.
+"""
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from dagster import (
+    ConfigurableIOManagerFactory,
+    InputContext,
+    MetadataValue,
+    OutputContext,
+    UPathIOManager,
+)
+from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+from pydantic import Field
+from upath import UPath
+
+from rag_eval_pipeline.settings import WAREHOUSE_URL
+
+
+class MissingPartitionError(FileNotFoundError):
+    """An upstream partition that was never materialized."""
+
+
+def _is_local(path: UPath) -> bool:
+    return getattr(path, "protocol", "") in ("", "file", "local")
+
+
+def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
+    """Write `frame` to `path` so that readers see the old file or the new one, never a part."""
+    if not _is_local(path):
+        with path.open("wb") as handle:
+            frame.to_parquet(handle, index=False)
+        return
+    target = Path(path.path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            frame.to_parquet(handle, index=False)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> None:
+    """Write a folder of tables; locally it is built aside and swapped in with renames."""
+    if not _is_local(path):
+        for name, frame in tables.items():
+            write_parquet_atomically(frame, path / f"{name}.parquet")
+        return
+    target = Path(path.path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    try:
+        for name, frame in tables.items():
+            frame.to_parquet(staging / f"{name}.parquet", index=False)
+        retired = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
+        if target.exists():
+            os.replace(target, retired)
+        os.replace(staging, target)
+        shutil.rmtree(retired, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def read_parquet(path: UPath) -> pd.DataFrame:
+    """Read one Parquet file from a local path or through the path's fsspec filesystem."""
+    if _is_local(path):
+        return pd.read_parquet(path.path)
+    with path.open("rb") as handle:
+        return pd.read_parquet(handle)
+
+
+class ParquetIOManager(UPathIOManager):
+    """Stores DataFrames (and mappings of them) as Parquet under a UPath base."""
+
+    extension: str = ".parquet"
+
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        """Escape `..` segments too: partition keys can never climb out of the base."""
+        return base_path / escape_dotdot_segments(partition)
+
+    def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
+        if isinstance(obj, pd.DataFrame):
+            write_parquet_atomically(obj, path)
+        elif isinstance(obj, Mapping):
+            write_tables_atomically(obj, path.with_suffix(""))
+        else:
+            raise TypeError(
+                f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or "
+                f"mappings of DataFrames, got {type(obj).__name__}"
+            )
+
+    def load_from_path(self, context: InputContext, path: UPath) -> Any:
+        if path.exists():
+            return read_parquet(path)
+        folder = path.with_suffix("")
+        if folder.exists():
+            return {
+                part.stem: read_parquet(part)
+                for part in sorted(folder.iterdir(), key=lambda p: p.name)
+                if part.name.endswith(".parquet")
+            }
+        asset = context.asset_key.to_user_string() if context.has_asset_key else "input"
+        raise MissingPartitionError(
+            f"No stored data for '{asset}' at {path}: materialize that asset for this partition "
+            "first (e.g. `rag-eval run` or select it in the Dagster UI)."
+        )
+
+    def has_output(self, context: OutputContext) -> bool:
+        path = self._get_path(context)
+        return self.path_exists(path) or self.path_exists(path.with_suffix(""))
+
+    def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
+        if isinstance(obj, pd.DataFrame):
+            return {"rows": MetadataValue.int(len(obj))}
+        return {}
+
+
+class ParquetIOManagerResource(ConfigurableIOManagerFactory):
+    """Configurable Parquet storage: `base_path` is a local folder or any fsspec URL."""
+
+    base_path: str = WAREHOUSE_URL
+    storage_options: dict[str, Any] = Field(default_factory=dict)
+
+    def create_io_manager(self, context: Any) -> ParquetIOManager:
+        return ParquetIOManager(base_path=UPath(self.base_path, **self.storage_options))

@@ -1,0 +1,24 @@
+"""Project locations and environment-variable names, resolved once at import.
+
+`RAG_EVAL_DATA_DIR` moves the data folder (datasets, caches, reports); `RAG_EVAL_WAREHOUSE`
+points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("RAG_EVAL_DATA_DIR", PROJECT_ROOT / "data"))
+DATASETS_DIR = DATA_DIR / "datasets"
+CACHE_DIR = DATA_DIR / "cache"
+REPORTS_DIR = DATA_DIR / "reports"
+WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
+
+OFFLINE_MODEL = "offline"
+JUDGE_MODEL_ENV = "RAG_EVAL_JUDGE_MODEL"
+JUDGE_API_BASE_ENV = "RAG_EVAL_JUDGE_API_BASE"
+GENERATOR_MODEL_ENV = "RAG_EVAL_GENERATOR_MODEL"
+GENERATOR_API_BASE_ENV = "RAG_EVAL_GENERATOR_API_BASE"
+EMBEDDER_MODEL_ENV = "RAG_EVAL_EMBEDDER_MODEL"
