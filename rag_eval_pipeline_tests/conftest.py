@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,12 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_eval_pipeline.embedding.embedder import Embedder  # noqa: E402
+from dagster import DagsterInstance, instance_for_test
+
+from rag_eval_pipeline.definitions import default_resources
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.resources import DatasetsResource, EmbedderResource
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
@@ -22,3 +28,22 @@ DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     """The packaged all-MiniLM-L6-v2, loaded once, caching into a session temp folder."""
     return Embedder(cache_dir=tmp_path_factory.mktemp("embedding-cache"))
+
+
+@pytest.fixture
+def dagster_instance() -> Iterator[DagsterInstance]:
+    """A real, temporary Dagster instance (SQLite storage in a temp folder)."""
+    with instance_for_test() as instance:
+        yield instance
+
+
+def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object) -> dict:
+    """The default resources, writing Parquet under `tmp_path` and sharing the session model."""
+    resources = {
+        **default_resources(),
+        "io_manager": ParquetIOManagerResource(base_path=str(tmp_path / "warehouse")),
+        "datasets": DatasetsResource(root=str(DATASETS_DIR)),
+        "embedder": EmbedderResource(cache_dir=str(embedder.cache_dir)),
+    }
+    resources.update(overrides)
+    return resources

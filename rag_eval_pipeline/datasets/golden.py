@@ -95,14 +95,12 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     issues: list[ValidationIssue] = []
     tables: dict[str, pd.DataFrame] = {}
     validators: dict[str, TableValidator] = {}
-    files: dict[str, Path] = {}
     for name in ("queries", "qrels", *OPTIONAL_TABLES):
         path = find_table_file(folder, name)
         if path is None:
             if name in ("queries", "qrels"):
                 issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
             continue
-        files[name] = path
         try:
             raw = read_qrels(path) if name == "qrels" else read_table(path)
         except DatasetError as error:
@@ -123,23 +121,25 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     if run_frames:
         tables["runs"] = pd.concat(run_frames, ignore_index=True)
     if "queries" in tables and not issues:
-        _check_references(tables, validators)
-        issues.extend(issue for v in validators.values() for issue in v.issues[len(issues) :])
+        _check_references(tables, validators, run_validators)
+        issues = [issue for v in [*validators.values(), *run_validators] for issue in v.issues]
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
     return GoldenDataset(version=version, **tables)
 
 
 def _check_references(
-    tables: dict[str, pd.DataFrame], validators: dict[str, TableValidator]
+    tables: dict[str, pd.DataFrame],
+    validators: dict[str, TableValidator],
+    run_validators: list[TableValidator],
 ) -> None:
+    """Ids in qrels, runs and logs must exist in queries and (when shipped) the corpus."""
     query_ids = set(tables["queries"]["query_id"])
     corpus_ids = set(tables["corpus"]["doc_id"]) if "corpus" in tables else None
-    for name in ("qrels", "runs"):
-        if name in validators:
-            validators[name].check_references("query_id", query_ids, "queries")
-            if corpus_ids is not None:
-                validators[name].check_references("doc_id", corpus_ids, "corpus")
+    for validator in [validators["qrels"], *run_validators]:
+        validator.check_references("query_id", query_ids, "queries")
+        if corpus_ids is not None:
+            validator.check_references("doc_id", corpus_ids, "corpus")
     if "logs" in validators and corpus_ids is not None:
         validators["logs"].check_references("shown_doc_id", corpus_ids, "corpus")
     queries = tables["queries"]

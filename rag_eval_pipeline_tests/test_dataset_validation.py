@@ -1,0 +1,162 @@
+"""Every kind of bad dataset input is rejected with an error naming the file, row and column."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
+from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.versions import scan_versions, validate_version_name, version_dir
+
+CORPUS = [
+    {"doc_id": "d1", "title": "Keys", "text": "Rotate API keys every 90 days.", "cluster": "sec"},
+    {"doc_id": "d2", "title": "Plans", "text": "The Pro plan costs 20 USD.", "cluster": "bill"},
+]
+QUERIES = [
+    {
+        "query_id": "q1",
+        "question": "How often rotate keys?",
+        "ground_truth_answer": "Every 90 days.",
+    },
+    {"query_id": "q2", "question": "Pro plan price?", "ground_truth_answer": "20 USD."},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def version(tmp_path: Path) -> Path:
+    folder = tmp_path / "v1"
+    folder.mkdir()
+    write_jsonl(folder / "corpus.jsonl", CORPUS)
+    write_jsonl(folder / "queries.jsonl", QUERIES)
+    (folder / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,3\nq2,d2,2\nq2,d1,0\n")
+    return folder
+
+
+def error_text(folder: Path) -> str:
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(folder)
+    return str(caught.value)
+
+
+def test_valid_version_loads_with_typed_columns(version: Path) -> None:
+    dataset = load_dataset(version)
+    assert dataset.version == "v1"
+    assert dataset.qrels["relevance"].tolist() == [3, 2, 0]
+    assert str(dataset.qrels["relevance"].dtype) == "int64"
+    assert len(dataset.relevant_qrels) == 2
+    assert dataset.has_corpus and dataset.has_ground_truth_answers
+
+
+def test_missing_column_names_file_and_column(version: Path) -> None:
+    write_jsonl(version / "corpus.jsonl", [{"doc_id": "d1", "title": "x"}])
+    message = error_text(version)
+    assert "corpus.jsonl" in message and "column 'text'" in message
+    assert "missing required column" in message
+
+
+def test_duplicate_ids_name_the_row(version: Path) -> None:
+    write_jsonl(version / "queries.jsonl", [*QUERIES, QUERIES[0]])
+    message = error_text(version)
+    assert "queries.jsonl, row 3 (line 3), column 'query_id': duplicate key" in message
+
+
+def test_qrels_pointing_at_unknown_query_and_doc(version: Path) -> None:
+    (version / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,3\nq9,d2,1\nq2,d7,2\n")
+    message = error_text(version)
+    assert "qrels.csv, row 2 (line 3), column 'query_id': unknown id: not in queries" in message
+    assert "qrels.csv, row 3 (line 4), column 'doc_id': unknown id: not in corpus" in message
+
+
+def test_empty_text_is_rejected(version: Path) -> None:
+    write_jsonl(version / "corpus.jsonl", [CORPUS[0], {**CORPUS[1], "text": "   "}])
+    assert "corpus.jsonl, row 2 (line 2), column 'text': not a valid text value" in error_text(
+        version
+    )
+
+
+@pytest.mark.parametrize("grade", ["4", "-1", "2.5", "high"])
+def test_relevance_outside_0_to_3_is_rejected(version: Path, grade: str) -> None:
+    (version / "qrels.csv").write_text(f"query_id,doc_id,relevance\nq1,d1,{grade}\n")
+    message = error_text(version)
+    assert "qrels.csv, row 1 (line 2), column 'relevance'" in message
+
+
+def test_invalid_json_line_names_the_line(version: Path) -> None:
+    (version / "queries.jsonl").write_text(
+        json.dumps(QUERIES[0]) + "\n\n{not json\n", encoding="utf-8"
+    )
+    assert "queries.jsonl, row 2 (line 3): invalid JSON" in error_text(version)
+
+
+def test_missing_required_file(version: Path) -> None:
+    (version / "qrels.csv").unlink()
+    assert "qrels.*: required file is missing" in error_text(version)
+
+
+def test_trec_and_beir_qrels_and_runs(version: Path) -> None:
+    (version / "qrels.csv").unlink()
+    (version / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\n")
+    assert load_dataset(version).qrels.to_dict("records") == [
+        {"query_id": "q1", "doc_id": "d1", "relevance": 2}
+    ]
+    (version / "qrels.tsv").unlink()
+    (version / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d2 3\n")
+    (version / "runs").mkdir()
+    (version / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n")
+    dataset = load_dataset(version)
+    assert dataset.qrels["relevance"].tolist() == [1, 3]
+    assert dataset.runs["system"].unique().tolist() == ["bm25"]
+    assert dataset.runs["score"].tolist() == [2.5, 1.5]
+
+
+def test_malformed_trec_run_line(version: Path) -> None:
+    (version / "runs").mkdir()
+    (version / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2\n")
+    assert "bm25.trec, row 2 (line 2): expected 6 whitespace-separated fields" in error_text(
+        version
+    )
+
+
+def test_run_referencing_unknown_doc(version: Path) -> None:
+    (version / "runs").mkdir()
+    (version / "runs" / "bm25.trec").write_text("q1 Q0 dX 1 2.5 bm25\n")
+    assert "runs/bm25.trec, row 1 (line 1), column 'doc_id': unknown id" in error_text(version)
+
+
+def test_many_bad_rows_are_counted_not_all_listed(version: Path) -> None:
+    lines = "".join(f"q1,d1,{9}\n" for _ in range(12))
+    (version / "qrels.csv").write_text("query_id,doc_id,relevance\n" + lines)
+    message = error_text(version)
+    assert "(and 7 more rows)" in message
+
+
+@pytest.mark.parametrize("name", ["../x", "a b", "", "a/b", "x|y", "a,b", ".hidden", "..", "ü"])
+def test_bad_version_names_are_refused(name: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidVersionName, match="Invalid dataset version name"):
+        validate_version_name(name)
+    with pytest.raises(InvalidVersionName):
+        version_dir(tmp_path, name)
+
+
+def test_scan_reports_invalid_folders(version: Path) -> None:
+    root = version.parent
+    (root / "bad name").mkdir()
+    (root / "empty").mkdir()
+    shutil.copytree(version, root / "v2")
+    scan = scan_versions(root)
+    assert scan.valid == ["v1", "v2"]
+    assert "Invalid dataset version name" in scan.invalid["bad name"]
+    assert "missing required table file(s): queries, qrels" in scan.invalid["empty"]
+
+
+def test_shipped_scifact_version_is_valid() -> None:
+    root = Path(__file__).resolve().parents[1] / "data" / "datasets"
+    dataset = load_dataset(root / "scifact-test")
+    assert dataset.statistics()["n_queries"] == 300
+    assert not dataset.has_corpus

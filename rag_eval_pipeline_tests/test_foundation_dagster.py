@@ -1,0 +1,94 @@
+"""Dagster wiring on a real temporary instance: partitions, Parquet paths, sensor, schedule."""
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+from dagster import (
+    DagsterInstance,
+    SensorResult,
+    SkipReason,
+    build_schedule_context,
+    build_sensor_context,
+    materialize,
+)
+
+from rag_eval_pipeline.assets.dataset import golden_dataset
+from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
+from rag_eval_pipeline.definitions import defs
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.resources import DatasetsResource
+from rag_eval_pipeline.schedules import daily_evaluation_schedule
+from rag_eval_pipeline.sensors import dataset_version_sensor
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources
+
+
+def test_definitions_load() -> None:
+    assert defs.resolve_job_def("evaluation_job") is not None
+    assert defs.resolve_asset_graph().get_all_asset_keys()
+
+
+def test_partition_key_orders_dimensions_by_name() -> None:
+    assert str(evaluation_partition_key("demo-v1", "2026-11-21")) == "demo-v1|2026-11-21"
+
+
+def test_materialize_writes_documented_paths(
+    tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder
+) -> None:
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
+    result = materialize(
+        [golden_dataset, evaluation_scorecard],
+        partition_key=evaluation_partition_key("scifact-test", "2026-11-21"),
+        instance=dagster_instance,
+        resources=evaluation_resources(tmp_path, embedder),
+    )
+    assert result.success
+    golden = tmp_path / "warehouse" / "golden_dataset" / "scifact-test" / "2026-11-21"
+    assert sorted(p.name for p in golden.iterdir()) == [
+        "qrels.parquet",
+        "queries.parquet",
+        "runs.parquet",
+    ]
+    scorecard = pd.read_parquet(
+        tmp_path / "warehouse" / "evaluation_scorecard" / "scifact-test" / "2026-11-21.parquet"
+    )
+    n_queries = scorecard.set_index("metric").loc["n_queries", "value"]
+    assert n_queries == 300.0
+    materialization = dagster_instance.get_latest_materialization_event(
+        golden_dataset.key
+    ).asset_materialization
+    assert materialization.partition == "scifact-test|2026-11-21"
+    assert materialization.metadata["n_queries"].value == 300
+
+
+def test_sensor_registers_new_versions_and_reports_invalid(
+    tmp_path: Path, dagster_instance: DagsterInstance
+) -> None:
+    root = tmp_path / "datasets"
+    shutil.copytree(DATASETS_DIR / "scifact-test", root / "scifact-test")
+    (root / "bad name").mkdir()
+    context = build_sensor_context(
+        instance=dagster_instance, resources={"datasets": DatasetsResource(root=str(root))}
+    )
+    result = dataset_version_sensor(context)
+    assert isinstance(result, SensorResult)
+    assert next(r.partition_key for r in result.run_requests).startswith("scifact-test|")
+    assert result.dynamic_partitions_requests[0].partition_keys == ["scifact-test"]
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
+    again = dataset_version_sensor(context)
+    assert isinstance(again, SkipReason)
+    assert "No new dataset versions" in again.skip_message
+    assert "'bad name'" in again.skip_message
+
+
+def test_schedule_requests_one_run_per_registered_version(
+    dagster_instance: DagsterInstance,
+) -> None:
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1", "demo-v2"])
+    context = build_schedule_context(
+        instance=dagster_instance, scheduled_execution_time=datetime(2026, 11, 21, 2, 0)
+    )
+    requests = daily_evaluation_schedule(context)
+    assert [r.partition_key for r in requests] == ["demo-v1|2026-11-21", "demo-v2|2026-11-21"]

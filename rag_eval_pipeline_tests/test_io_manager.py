@@ -1,0 +1,61 @@
+"""The Parquet IO manager writes the documented paths atomically, locally and through fsspec."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dagster import AssetKey, build_input_context, build_output_context
+from upath import UPath
+
+from rag_eval_pipeline.io_managers import (
+    MissingPartitionError,
+    ParquetIOManager,
+    write_parquet_atomically,
+    write_tables_atomically,
+)
+
+
+def unserializable_frame() -> pd.DataFrame:
+    """A frame pyarrow starts writing and then fails on (mixed types in one column)."""
+    return pd.DataFrame({"ok": range(1000), "bad": [1] * 999 + [object()]})
+
+
+def test_crash_mid_write_leaves_previous_file_intact(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "asset" / "v1" / "2026-11-21.parquet")
+    good = pd.DataFrame({"metric": ["mrr"], "value": [0.5]})
+    write_parquet_atomically(good, target)
+    with pytest.raises(Exception, match=r"bad|object|Conversion"):
+        write_parquet_atomically(unserializable_frame(), target)
+    pd.testing.assert_frame_equal(pd.read_parquet(target.path), good)
+    assert [p.name for p in Path(target.path).parent.iterdir()] == ["2026-11-21.parquet"]
+
+
+def test_crash_mid_write_of_table_folder_keeps_previous_folder(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "golden" / "v1" / "2026-11-21")
+    good = {"queries": pd.DataFrame({"query_id": ["q1"]}), "qrels": pd.DataFrame({"x": [1]})}
+    write_tables_atomically(good, target)
+    with pytest.raises(Exception, match=r"bad|object|Conversion"):
+        write_tables_atomically(
+            {"queries": good["queries"], "qrels": unserializable_frame()}, target
+        )
+    assert sorted(p.name for p in Path(target.path).iterdir()) == [
+        "qrels.parquet",
+        "queries.parquet",
+    ]
+    assert sorted(p.name for p in Path(target.path).parent.iterdir()) == ["2026-11-21"]
+
+
+def test_memory_filesystem_round_trip() -> None:
+    manager = ParquetIOManager(base_path=UPath("memory://warehouse"))
+    frame = pd.DataFrame({"a": [1, 2]})
+    key = AssetKey("retrieval_metrics")
+    manager.handle_output(build_output_context(asset_key=key), frame)
+    assert UPath("memory://warehouse/retrieval_metrics.parquet").exists()
+    loaded = manager.load_input(build_input_context(asset_key=key))
+    pd.testing.assert_frame_equal(loaded, frame)
+
+
+def test_missing_partition_has_a_clear_error(tmp_path: Path) -> None:
+    manager = ParquetIOManager(base_path=UPath(tmp_path))
+    with pytest.raises(MissingPartitionError, match="No stored data for 'golden_dataset'"):
+        manager.load_input(build_input_context(asset_key=AssetKey("golden_dataset")))
