@@ -12,7 +12,15 @@ from dagster import ConfigurableResource
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
-from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR
+from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
+from rag_eval_pipeline.judging.judge import Judge, LLMJudge
+from rag_eval_pipeline.judging.offline import (
+    Generator,
+    LLMGenerator,
+    OfflineGenerator,
+    OfflineJudge,
+)
+from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR, OFFLINE_MODEL
 
 
 class DatasetsResource(ConfigurableResource):
@@ -47,3 +55,76 @@ class EmbedderResource(ConfigurableResource):
     def get(self) -> Embedder:
         """The process-wide embedder for this configuration (the model loads once)."""
         return _shared_embedder(self.model, self.cache_dir, self.batch_size, self.normalize)
+
+
+class RagSystemResource(ConfigurableResource):
+    """The system under test.
+
+    `kind`: `reference` (built-in dense retriever + the generator LLM), `callable` (`target` =
+    `package.module:function`, called with each question), or `logged` (the dataset's
+    `answers` table). `top_k` documents go to the generator; `retrieval_depth` documents per
+    query are kept for the IR metrics; `skip_top` drops the best documents (fault injection:
+    the demo's "degraded system" switch, `RAG_EVAL_SKIP_TOP`).
+    """
+
+    kind: str = "reference"
+    target: str | None = None
+    top_k: int = 3
+    retrieval_depth: int = 100
+    skip_top: int = 0
+
+
+class LLMResource(ConfigurableResource):
+    """An LLM reached through litellm, used as judge or generator; `offline` runs locally.
+
+    `model` is any litellm model string (`gpt-4o-mini`, `anthropic/claude-...`,
+    `ollama/llama3.2`, `hosted_vllm/...` with `api_base`). The default `offline` uses the
+    deterministic heuristic judge and the extractive generator, labeled as such in every row.
+    API keys: the provider's usual variable (e.g. `OPENAI_API_KEY`) or `api_key` set from an
+    `EnvVar`; they are never logged nor part of the cache key.
+    """
+
+    model: str = OFFLINE_MODEL
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    cache_dir: str = str(CACHE_DIR / "llm")
+
+    @property
+    def is_offline(self) -> bool:
+        """Whether this is the local, deterministic default."""
+        return self.model == OFFLINE_MODEL
+
+    def client(self) -> LLMClient:
+        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost)."""
+        return LLMClient(
+            LLMConfig(
+                model=self.model,
+                api_base=self.api_base,
+                api_key=self.api_key,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                max_concurrency=self.max_concurrency,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                cache_dir=Path(self.cache_dir),
+            )
+        )
+
+    def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:
+        """The judge for this configuration and, for a real model, its client."""
+        if self.is_offline:
+            return OfflineJudge(embedder), None
+        client = self.client()
+        return LLMJudge(client, embedder), client
+
+    def generator(self, embedder: Embedder) -> tuple[Generator, LLMClient | None]:
+        """The generator for this configuration and, for a real model, its client."""
+        if self.is_offline:
+            return OfflineGenerator(embedder), None
+        client = self.client()
+        return LLMGenerator(client), client

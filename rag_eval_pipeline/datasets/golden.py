@@ -16,7 +16,7 @@ from rag_eval_pipeline.datasets.readers import read_qrels, read_table, read_trec
 from rag_eval_pipeline.datasets.validation import SCHEMAS, TableValidator
 from rag_eval_pipeline.datasets.versions import find_table_file, validate_version_name
 
-OPTIONAL_TABLES = ("corpus", "logs", "judge_labels")
+OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,7 @@ class GoldenDataset:
     runs: pd.DataFrame | None = None
     logs: pd.DataFrame | None = None
     judge_labels: pd.DataFrame | None = None
+    answers: pd.DataFrame | None = None
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The present tables by name, as stored by the `golden_dataset` asset."""
@@ -136,7 +137,8 @@ def _check_references(
     """Ids in qrels, runs and logs must exist in queries and (when shipped) the corpus."""
     query_ids = set(tables["queries"]["query_id"])
     corpus_ids = set(tables["corpus"]["doc_id"]) if "corpus" in tables else None
-    for validator in [validators["qrels"], *run_validators]:
+    answers = [validators["answers"]] if "answers" in validators else []
+    for validator in [validators["qrels"], *run_validators, *answers]:
         validator.check_references("query_id", query_ids, "queries")
         if corpus_ids is not None:
             validator.check_references("doc_id", corpus_ids, "corpus")

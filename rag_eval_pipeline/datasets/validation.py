@@ -256,4 +256,14 @@ JUDGE_LABELS = TableSchema(
     key=("label_id",),
     prefixed=(Column("human_score_", "float", low=1, high=5),),
 )
-SCHEMAS = {s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS)}
+ANSWERS = TableSchema(
+    "answers",
+    (
+        Column("query_id", "id"),
+        Column("answer", "text"),
+        Column("retrieved_doc_ids", "list", required=False, nullable=True),
+        Column("latency_ms", "float", required=False, nullable=True, low=0),
+    ),
+    key=("query_id",),
+)
+SCHEMAS = {s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS, ANSWERS)}

@@ -1,0 +1,201 @@
+"""Tiers 2 and 3 in library form: ideal contexts, and long judgment tables for answers.
+
+A judgment table has one row per (system, query, metric): `score` in [0, 1] (BLEU in 0–100),
+or NaN together with an `error`; the judge or scorer that produced it (`judge_model`), its
+latency, tokens and cost. Reference-based metrics (ROUGE, BLEU, semantic similarity, E2E,
+context precision/recall, answer correctness) only apply to questions with a ground-truth
+answer; other questions get no row for them (not an error).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
+from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.metrics.ragas import rowwise_cosine
+from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE, bleu_scores, rouge_scores
+from rag_eval_pipeline.systems.retrievers import document_texts
+
+JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
+REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
+NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
+TEXT_SCORERS = {
+    "rouge1_f": "rouge-score",
+    "rouge2_f": "rouge-score",
+    "rougeL_f": "rouge-score",
+    "bleu": f"sacrebleu {BLEU_SIGNATURE}",
+}
+
+JudgeCall = Callable[[Judge, pd.DataFrame, bool], pd.DataFrame]
+JUDGE_CALLS: dict[str, JudgeCall] = {
+    "faithfulness": lambda j, f, c: j.faithfulness(
+        f["question"].tolist(), f["contexts"].tolist(), f["answer"].tolist(), use_cache=c
+    ),
+    "answer_relevance": lambda j, f, c: j.answer_relevance(
+        f["question"].tolist(), f["answer"].tolist(), use_cache=c
+    ),
+    "answer_relevance_ragas": lambda j, f, c: j.answer_relevance_ragas(
+        f["question"].tolist(), f["answer"].tolist(), use_cache=c
+    ),
+    "e2e_score": lambda j, f, c: j.e2e_score(
+        f["question"].tolist(),
+        f["answer"].tolist(),
+        f["ground_truth_answer"].tolist(),
+        use_cache=c,
+    ),
+    "context_precision": lambda j, f, c: j.context_precision(
+        f["question"].tolist(),
+        f["contexts"].tolist(),
+        f["ground_truth_answer"].tolist(),
+        use_cache=c,
+    ),
+    "context_recall": lambda j, f, c: j.context_recall(
+        f["contexts"].tolist(), f["ground_truth_answer"].tolist(), use_cache=c
+    ),
+    "answer_correctness": lambda j, f, c: j.answer_correctness(
+        f["answer"].tolist(), f["ground_truth_answer"].tolist(), use_cache=c
+    ),
+}
+
+
+def ideal_contexts(dataset: GoldenDataset) -> pd.DataFrame:
+    """Questions with their qrels-relevant documents (grade ≥ 1) as context.
+
+    Documents are ordered by grade descending, then doc id; questions without any relevant
+    document are left out (they have no ideal context).
+    """
+    corpus = dataset.corpus
+    if corpus is None:
+        raise ValueError(f"dataset version {dataset.version!r} has no corpus texts")
+    texts = dict(zip(corpus["doc_id"], document_texts(corpus), strict=True))
+    relevant = dataset.relevant_qrels.sort_values(
+        ["query_id", "relevance", "doc_id"], ascending=[True, False, True]
+    )
+    grouped = relevant.groupby("query_id", sort=False)["doc_id"].agg(list)
+    queries = dataset.queries[dataset.queries["query_id"].isin(grouped.index)]
+    doc_ids = grouped.reindex(queries["query_id"]).tolist()
+    return pd.DataFrame(
+        {
+            "query_id": queries["query_id"].to_numpy(),
+            "question": queries["question"].to_numpy(),
+            "ground_truth_answer": _ground_truths(queries),
+            "context_doc_ids": doc_ids,
+            "contexts": [[texts[d] for d in ids] for ids in doc_ids],
+        }
+    )
+
+
+def _ground_truths(queries: pd.DataFrame) -> np.ndarray:
+    if "ground_truth_answer" in queries.columns:
+        return queries["ground_truth_answer"].to_numpy(dtype=object)
+    return np.full(len(queries), None, dtype=object)
+
+
+def generate(frame: pd.DataFrame, generator: Generator, system: str) -> pd.DataFrame:
+    """`frame` (question, contexts, ...) with the generator's answer columns added."""
+    generations = generator.generate(frame["question"].tolist(), frame["contexts"].tolist())
+    return pd.concat(
+        [frame.reset_index(drop=True).assign(system=system), generations.reset_index(drop=True)],
+        axis=1,
+    )
+
+
+def _with_ground_truth(frame: pd.DataFrame) -> pd.DataFrame:
+    truth = frame["ground_truth_answer"]
+    return frame[truth.notna() & truth.astype(str).str.strip().ne("")]
+
+
+def _long(frame: pd.DataFrame, metric: str, scored: pd.DataFrame) -> pd.DataFrame:
+    details = [c for c in scored.columns if c not in COMMON_COLUMNS]
+    detail_json = (
+        scored[details].apply(lambda row: json.dumps(row.dropna().to_dict(), default=str), axis=1)
+        if details and len(scored)
+        else pd.Series([None] * len(scored), dtype=object)
+    )
+    return pd.concat(
+        [
+            frame[["system", "query_id"]].reset_index(drop=True).assign(metric=metric),
+            scored[list(COMMON_COLUMNS)].reset_index(drop=True),
+            pd.Series(detail_json.to_numpy(), name="details"),
+        ],
+        axis=1,
+    )
+
+
+def judge_answers(
+    frame: pd.DataFrame, judge: Judge, metrics: Sequence[str], *, use_cache: bool = True
+) -> pd.DataFrame:
+    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row."""
+    parts = []
+    for metric in metrics:
+        rows = _with_ground_truth(frame) if metric in NEEDS_GROUND_TRUTH else frame
+        if rows.empty:
+            continue
+        parts.append(_long(rows, metric, JUDGE_CALLS[metric](judge, rows, use_cache)))
+    return _concat(parts)
+
+
+def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    return pd.concat(parts, ignore_index=True)[JUDGMENT_COLUMNS]
+
+
+def _scorer_rows(
+    rows: pd.DataFrame, metric: str, scores: np.ndarray, scorer: str, no_answer: np.ndarray
+) -> pd.DataFrame:
+    errors = np.where(no_answer, "no answer to score", None)
+    scores = np.where(no_answer, np.nan, scores)
+    return pd.DataFrame(
+        {
+            "system": rows["system"].to_numpy(),
+            "query_id": rows["query_id"].to_numpy(),
+            "metric": metric,
+            "score": scores.astype(float),
+            "error": errors,
+            "raw_reply": None,
+            "latency_ms": 0.0,
+            "judge_model": scorer,
+            "judge_version": scorer,
+            "cached": False,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cost_usd": 0.0,
+            "details": None,
+        }
+    )[JUDGMENT_COLUMNS]
+
+
+def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
+    """ROUGE-1/2/L F1 and sentence BLEU (0–100) against the ground truth, and the semantic
+    similarity (cosine of answer and ground-truth embeddings), as long judgment rows.
+
+    Rows whose generation failed (no answer) become error rows, counted in the error rate.
+    """
+    rows = _with_ground_truth(frame)
+    if rows.empty:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    no_answer = rows["answer"].isna().to_numpy()
+    answers = rows["answer"].fillna("").astype(str).tolist()
+    truths = rows["ground_truth_answer"].astype(str).tolist()
+    rouge = rouge_scores(answers, truths)
+    parts = [
+        _scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
+        for metric in ("rouge1_f", "rouge2_f", "rougeL_f")
+    ]
+    parts.append(
+        _scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
+    )
+    similarity = rowwise_cosine(embedder.encode(answers), embedder.encode(truths))
+    parts.append(
+        _scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
+    )
+    return _concat(parts)

@@ -1,0 +1,124 @@
+"""Tier 1 in library form: build the retrieval runs of a dataset version and score them.
+
+Three sources of runs, one table (`source, system, query_id, doc_id, rank, score`):
+- `reference`: the built-in retrievers over the corpus (dense, BM25, RRF hybrid);
+- `logged_run`: TREC runs shipped with the version (`runs/*.trec`), judged with its qrels;
+- `real_users`: retrieved ids logged from real traffic, judged against the document that was
+  shown to the user (`shown_doc_id`, relevance 1): the real-users benchmark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
+from rag_eval_pipeline.systems.retrievers import (
+    RUN_COLUMNS,
+    bm25_scores,
+    dense_scores,
+    document_texts,
+    reciprocal_rank_fusion,
+    top_k_run,
+)
+
+RUN_TABLE_COLUMNS = ["source", *RUN_COLUMNS]
+REAL_USERS_SYSTEM = "real-users"
+
+
+def reference_runs(
+    dataset: GoldenDataset,
+    embedder: Embedder,
+    doc_vectors: np.ndarray,
+    depth: int = 100,
+    skip_top: int = 0,
+) -> pd.DataFrame:
+    """Dense, BM25 and hybrid runs of the built-in retrievers over the version's corpus.
+
+    `skip_top` drops each query's best `skip_top` documents (fault injection, see README).
+    """
+    corpus, queries = dataset.corpus, dataset.queries
+    if corpus is None:
+        raise ValueError(f"dataset version {dataset.version!r} has no corpus to retrieve from")
+    query_ids, doc_ids = queries["query_id"].tolist(), corpus["doc_id"].tolist()
+    query_vectors = embedder.encode(queries["question"].tolist())
+    documents = document_texts(corpus)
+    depth_with_skip = depth + skip_top
+    dense = top_k_run(
+        dense_scores(query_vectors, doc_vectors), query_ids, doc_ids, depth_with_skip, "dense"
+    )
+    bm25 = top_k_run(
+        bm25_scores(queries["question"].tolist(), documents),
+        query_ids,
+        doc_ids,
+        depth_with_skip,
+        "bm25",
+    )
+    hybrid = reciprocal_rank_fusion(dense, bm25, system="hybrid-rrf", k=depth_with_skip)
+    runs = pd.concat([dense, bm25, hybrid], ignore_index=True)
+    if skip_top:
+        runs = runs[runs["rank"] > skip_top].assign(rank=lambda r: r["rank"] - skip_top)
+    return runs.assign(source="reference")[RUN_TABLE_COLUMNS]
+
+
+def logged_runs(dataset: GoldenDataset) -> pd.DataFrame:
+    """The TREC runs shipped with the version."""
+    if dataset.runs is None:
+        return pd.DataFrame(columns=RUN_TABLE_COLUMNS)
+    return dataset.runs.assign(source="logged_run")[RUN_TABLE_COLUMNS]
+
+
+def real_user_run(dataset: GoldenDataset) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run and qrels of logged real-user traffic (ground truth: the shown document).
+
+    Each log row is a query (`log_id`); its retrieved ids in logged order get ranks 1..n and
+    scores n..1; logs without a `shown_doc_id` are not judged.
+    """
+    logs = dataset.logs
+    if logs is None or "shown_doc_id" not in logs.columns:
+        return pd.DataFrame(columns=RUN_TABLE_COLUMNS), pd.DataFrame(
+            columns=["query_id", "doc_id", "relevance"]
+        )
+    logs = logs.reset_index(drop=True)
+    query_ids = logs["log_id"] if "log_id" in logs.columns else logs.index.astype(str)
+    exploded = (
+        pd.DataFrame({"query_id": query_ids, "doc_id": logs["retrieved_doc_ids"]})
+        .explode("doc_id")
+        .dropna(subset=["doc_id"])
+    )
+    exploded = exploded.drop_duplicates(["query_id", "doc_id"])
+    exploded["rank"] = exploded.groupby("query_id").cumcount() + 1
+    exploded["score"] = -exploded["rank"].astype(float)
+    run = exploded.assign(source="real_users", system=REAL_USERS_SYSTEM)[RUN_TABLE_COLUMNS]
+    judged = logs["shown_doc_id"].notna()
+    qrels = pd.DataFrame(
+        {"query_id": query_ids[judged], "doc_id": logs.loc[judged, "shown_doc_id"], "relevance": 1}
+    )
+    return run.reset_index(drop=True), qrels.reset_index(drop=True)
+
+
+def evaluate_runs(
+    runs: pd.DataFrame,
+    qrels: pd.DataFrame,
+    real_user_qrels: pd.DataFrame,
+    metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+) -> pd.DataFrame:
+    """Per-query metrics of every system (`source, system, query_id, <metric>...`).
+
+    Real-user runs are judged with `real_user_qrels`, all others with the version's qrels.
+    Every query with a relevant judgment is scored, including those a system returned nothing
+    for (they score 0, as trec_eval -c).
+    """
+    frames = []
+    for (source, system), run in runs.groupby(["source", "system"], sort=True):
+        judged_by = real_user_qrels if source == "real_users" else qrels
+        per_query = evaluate_run(run, judged_by, metrics)
+        frames.append(per_query.assign(source=source, system=system))
+    if not frames:
+        return pd.DataFrame(columns=["source", "system", "query_id", *metrics])
+    result = pd.concat(frames, ignore_index=True)
+    return result[["source", "system", "query_id", *metrics]]

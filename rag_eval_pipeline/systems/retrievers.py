@@ -1,0 +1,102 @@
+"""The reference retrievers: dense (cosine over embeddings), BM25, and their rank fusion.
+
+All three score every query against the whole corpus in one matrix product and return a run
+table (`system, query_id, doc_id, rank, score`) that the IR metrics consume directly.
+
+Why these three: dense retrieval with the evaluation embedder is what most RAG stacks ship;
+BM25 is the lexical baseline every IR paper reports and catches exact terms (error codes,
+product names) that small embedders miss; reciprocal-rank fusion of the two (Cormack et al.,
+SIGIR 2009, k = 60) is the standard hybrid that needs no score calibration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.feature_extraction.text import CountVectorizer
+
+RUN_COLUMNS = ["system", "query_id", "doc_id", "rank", "score"]
+TOKEN_PATTERN = r"(?u)\b\w+\b"
+RRF_K = 60
+
+
+def document_texts(corpus: pd.DataFrame) -> list[str]:
+    """The text each retriever indexes: `title. text` when a title exists, else `text`."""
+    if "title" not in corpus.columns:
+        return corpus["text"].tolist()
+    titles = corpus["title"].fillna("").str.strip()
+    return [f"{t}. {x}" if t else x for t, x in zip(titles, corpus["text"], strict=True)]
+
+
+def top_k_run(
+    scores: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str], k: int, system: str
+) -> pd.DataFrame:
+    """Turn a (queries × docs) score matrix into a run of the `k` best docs per query.
+
+    Ties in score are ordered by doc id descending, the order trec_eval evaluates them in.
+    """
+    n_queries, n_docs = scores.shape
+    k = min(k, n_docs)
+    if n_queries == 0 or k == 0:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    docs = np.asarray(doc_ids, dtype=object)
+    doc_rank_desc = np.argsort(np.argsort(docs)[::-1])
+    order = np.lexsort((np.broadcast_to(doc_rank_desc, scores.shape), -scores), axis=1)[:, :k]
+    top_scores = np.take_along_axis(scores, order, axis=1)
+    return pd.DataFrame(
+        {
+            "system": system,
+            "query_id": np.repeat(np.asarray(query_ids, dtype=object), k),
+            "doc_id": docs[order.ravel()],
+            "rank": np.tile(np.arange(1, k + 1), n_queries),
+            "score": top_scores.ravel().astype(np.float64),
+        }
+    )
+
+
+def dense_scores(query_vectors: np.ndarray, doc_vectors: np.ndarray) -> np.ndarray:
+    """Cosine similarity of every query with every document (rows L2-normalized first)."""
+
+    def unit(matrix: np.ndarray) -> np.ndarray:
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms == 0, 1.0, norms)
+
+    return unit(query_vectors) @ unit(doc_vectors).T
+
+
+def bm25_scores(
+    questions: Sequence[str], documents: Sequence[str], k1: float = 1.2, b: float = 0.75
+) -> np.ndarray:
+    """Okapi BM25 of every question against every document (Robertson & Zaragoza, 2009).
+
+    Tokens are lower-cased Unicode words; idf = ln(1 + (N − df + 0.5) / (df + 0.5)) (the
+    non-negative Lucene variant); a query term repeated q times counts q times.
+    """
+    vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True)
+    term_freq = vectorizer.fit_transform(documents).tocsr().astype(np.float64)
+    n_docs = term_freq.shape[0]
+    doc_freq = np.bincount(term_freq.indices, minlength=term_freq.shape[1])
+    idf = np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+    lengths = np.asarray(term_freq.sum(axis=1)).ravel()
+    norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
+    weights = term_freq.copy()
+    rows = np.repeat(np.arange(n_docs), np.diff(term_freq.indptr))
+    tf = term_freq.data
+    weights.data = idf[term_freq.indices] * tf * (k1 + 1) / (tf + norm[rows])
+    query_terms = vectorizer.transform(questions)
+    return np.asarray((query_terms @ weights.T).todense())
+
+
+def reciprocal_rank_fusion(*runs: pd.DataFrame, system: str, k: int) -> pd.DataFrame:
+    """Fuse runs by Σ 1 / (RRF_K + rank) per (query, doc); keep the `k` best per query."""
+    stacked = pd.concat(runs, ignore_index=True)
+    stacked["fused"] = 1.0 / (RRF_K + stacked["rank"])
+    fused = stacked.groupby(["query_id", "doc_id"], as_index=False, sort=False)["fused"].sum()
+    fused = fused.sort_values(
+        ["query_id", "fused", "doc_id"], ascending=[True, False, False], kind="stable"
+    )
+    fused["rank"] = fused.groupby("query_id").cumcount() + 1
+    fused = fused[fused["rank"] <= k].rename(columns={"fused": "score"})
+    return fused.assign(system=system)[RUN_COLUMNS].reset_index(drop=True)
