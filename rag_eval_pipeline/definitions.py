@@ -1,26 +1,75 @@
 """The Dagster code location: every asset, check, resource, job, schedule and sensor."""
 
+import os
+
 from dagster import Definitions, load_assets_from_modules
 
-from rag_eval_pipeline.assets import dataset, scorecard
+from rag_eval_pipeline.assets import (
+    dataset,
+    e2e_tier,
+    embedding_tier,
+    generation_tier,
+    judge_tier,
+    retrieval_tier,
+    scorecard,
+    ux_tier,
+)
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
 from rag_eval_pipeline.io_managers import ParquetIOManagerResource
 from rag_eval_pipeline.jobs import evaluation_job
-from rag_eval_pipeline.resources import DatasetsResource, EmbedderResource
+from rag_eval_pipeline.resources import (
+    DatasetsResource,
+    EmbedderResource,
+    LLMResource,
+    RagSystemResource,
+)
 from rag_eval_pipeline.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.sensors import dataset_version_sensor
+from rag_eval_pipeline.settings import (
+    EMBEDDER_MODEL_ENV,
+    GENERATOR_API_BASE_ENV,
+    GENERATOR_MODEL_ENV,
+    JUDGE_API_BASE_ENV,
+    JUDGE_MODEL_ENV,
+    OFFLINE_MODEL,
+)
+
+TIER_MODULES = [
+    dataset,
+    embedding_tier,
+    retrieval_tier,
+    generation_tier,
+    e2e_tier,
+    judge_tier,
+    ux_tier,
+    scorecard,
+]
 
 
 def default_resources() -> dict[str, object]:
-    """The resources of a default (offline, local) deployment."""
+    """The resources of a default deployment: offline unless the environment names models."""
     return {
         "io_manager": ParquetIOManagerResource(),
         "datasets": DatasetsResource(),
-        "embedder": EmbedderResource(),
+        "embedder": EmbedderResource(model=os.environ.get(EMBEDDER_MODEL_ENV, DEFAULT_MODEL)),
+        "judge_llm": LLMResource(
+            model=os.environ.get(JUDGE_MODEL_ENV, OFFLINE_MODEL),
+            api_base=os.environ.get(JUDGE_API_BASE_ENV),
+        ),
+        "generator_llm": LLMResource(
+            model=os.environ.get(GENERATOR_MODEL_ENV, OFFLINE_MODEL),
+            api_base=os.environ.get(GENERATOR_API_BASE_ENV),
+        ),
+        "rag_system": RagSystemResource(
+            kind=os.environ.get("RAG_EVAL_SYSTEM", "reference"),
+            target=os.environ.get("RAG_EVAL_SYSTEM_TARGET"),
+            skip_top=int(os.environ.get("RAG_EVAL_SKIP_TOP", "0")),
+        ),
     }
 
 
 defs = Definitions(
-    assets=load_assets_from_modules([dataset, scorecard]),
+    assets=load_assets_from_modules(TIER_MODULES),
     jobs=[evaluation_job],
     schedules=[daily_evaluation_schedule],
     sensors=[dataset_version_sensor],

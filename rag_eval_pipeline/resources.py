@@ -20,6 +20,7 @@ from rag_eval_pipeline.judging.offline import (
     OfflineGenerator,
     OfflineJudge,
 )
+from rag_eval_pipeline.judging.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR, OFFLINE_MODEL
 
 
@@ -121,6 +122,13 @@ class LLMResource(ConfigurableResource):
             return OfflineJudge(embedder), None
         client = self.client()
         return LLMJudge(client, embedder), client
+
+    def show_judge(self, embedder: Embedder) -> tuple[ShowJudge, LLMClient | None]:
+        """The production show/hide judge for this configuration and, if real, its client."""
+        if self.is_offline:
+            return OfflineShowJudge(OfflineJudge(embedder)), None
+        client = self.client()
+        return LLMShowJudge(client), client
 
     def generator(self, embedder: Embedder) -> tuple[Generator, LLMClient | None]:
         """The generator for this configuration and, for a real model, its client."""

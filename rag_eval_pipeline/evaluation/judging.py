@@ -1,0 +1,120 @@
+"""Measuring the judges: self-consistency, latency, errors, agreement with humans, show/hide.
+
+Library functions behind the `judge_reliability` and `show_judge_quality` assets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.evaluation.generation import judge_answers
+from rag_eval_pipeline.judging.judge import Judge
+from rag_eval_pipeline.judging.show_judge import ShowJudge
+from rag_eval_pipeline.metrics.agreement import agreement_table, bin_scores
+from rag_eval_pipeline.metrics.classification import binary_classification_metrics
+from rag_eval_pipeline.metrics.reliability import repeat_consistency
+from rag_eval_pipeline.metrics.stats import percentiles
+
+HUMAN_SCORE_PREFIX = "human_score_"
+LIKERT_LABELS = range(1, 6)
+
+
+def repeated_judgments(
+    frame: pd.DataFrame, judge: Judge, metrics: Sequence[str], repetitions: int
+) -> pd.DataFrame:
+    """Judge every row `repetitions` times with the cache bypassed (`repetition` column)."""
+    return pd.concat(
+        [
+            judge_answers(frame, judge, metrics, use_cache=False).assign(repetition=r)
+            for r in range(repetitions)
+        ],
+        ignore_index=True,
+    )
+
+
+def reliability_values(repeats: pd.DataFrame, delta: float) -> dict[str, float]:
+    """Consistency per metric and overall, error rate, and latency of the repeated judgments.
+
+    `consistency_score` pools the items of every metric; `error_rate` = error rows / all
+    judgments; latencies are over judgments that reached the judge (not cache hits).
+    """
+    values: dict[str, float] = {}
+    matrices = []
+    for metric, rows in repeats.groupby("metric", sort=True):
+        matrix = rows.pivot_table(
+            index=["system", "query_id"],
+            columns="repetition",
+            values="score",
+            aggfunc="first",
+            dropna=False,
+        ).to_numpy(dtype=float)
+        matrices.append(matrix)
+        values[f"consistency_{metric}"] = repeat_consistency(matrix, delta)["consistency_score"]
+    pooled = repeat_consistency(np.vstack(matrices), delta) if matrices else {}
+    live = repeats[~repeats["cached"].astype(bool)]["latency_ms"].to_numpy(dtype=float)
+    latency = percentiles(live, (50, 95))
+    values.update(
+        {
+            "consistency_score": pooled.get("consistency_score", float("nan")),
+            "mean_abs_diff": pooled.get("mean_abs_diff", float("nan")),
+            "error_rate": float(repeats["error"].notna().mean()) if len(repeats) else np.nan,
+            "avg_latency_ms": float(np.mean(live)) if live.size else float("nan"),
+            "latency_p50_ms": latency["p50"],
+            "latency_p95_ms": latency["p95"],
+        }
+    )
+    return values
+
+
+def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
+    """Agreement of the judge's faithfulness (binned to 1–5) with each human rater and of the
+    raters with each other: Cohen's kappa, quadratic-weighted kappa, Spearman (pairwise)."""
+    raters = [c for c in labels.columns if c.startswith(HUMAN_SCORE_PREFIX)]
+    if not raters:
+        return pd.DataFrame()
+    scored = judge.faithfulness(
+        labels["question"].tolist(), [[c] for c in labels["context"]], labels["answer"].tolist()
+    )
+    judge_bins = np.full(len(labels), np.nan)
+    ok = scored["score"].notna().to_numpy()
+    judge_bins[ok] = bin_scores(scored["score"].to_numpy(dtype=float)[ok])
+    table = labels[raters].astype(float).assign(judge=judge_bins)
+    return agreement_table(table, ["judge", *raters], labels=LIKERT_LABELS)
+
+
+def agreement_values(table: pd.DataFrame) -> dict[str, float]:
+    """Flatten an agreement table to `<statistic>_<rater_a>_vs_<rater_b>` values."""
+    values: dict[str, float] = {}
+    for row in table.itertuples():
+        pair = f"{row.rater_a.removeprefix(HUMAN_SCORE_PREFIX)}_vs_" + str(
+            row.rater_b.removeprefix(HUMAN_SCORE_PREFIX)
+        )
+        values[f"kappa_{pair}"] = float(row.kappa)
+        values[f"weighted_kappa_{pair}"] = float(row.weighted_kappa)
+        values[f"spearman_{pair}"] = float(row.spearman)
+    return values
+
+
+def show_decisions(labels: pd.DataFrame, show_judge: ShowJudge) -> pd.DataFrame:
+    """The judge's show/hide decision for every labeled item, beside the human label."""
+    labeled = labels[labels["ground_truth_show"].notna()].reset_index(drop=True)
+    decisions = show_judge.decide(
+        labeled["question"].tolist(), labeled["context"].tolist(), labeled["answer"].tolist()
+    )
+    keep = [c for c in ("label_id", "question", "ground_truth_show") if c in labeled.columns]
+    return pd.concat([labeled[keep], decisions], axis=1)
+
+
+def show_judge_values(decisions: pd.DataFrame) -> dict[str, float]:
+    """Accuracy, precision, recall, F1 ("Yes" class), confusion counts, errors, latency."""
+    metrics = binary_classification_metrics(
+        decisions["ground_truth_show"].astype(bool).tolist(), decisions["decision"].tolist()
+    )
+    latency = decisions["latency_ms"].to_numpy(dtype=float)
+    return {
+        **{name: float(value) for name, value in metrics.items()},
+        "avg_latency_ms": float(np.mean(latency)) if latency.size else float("nan"),
+    }

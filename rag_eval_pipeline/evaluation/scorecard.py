@@ -1,0 +1,94 @@
+"""The scorecard: every tier's quality rows in one table, with threshold bands and direction.
+
+Thresholds come from a YAML file (`config/thresholds.yaml`, see its header), overridable per
+dataset version. A metric is lower-is-better when the file says so or, by default, when its
+name mentions latency, an error rate or a disagreement (`mean_abs_diff`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+SCORECARD_COLUMNS = [
+    "dataset_version",
+    "date",
+    "tier",
+    "system",
+    "metric",
+    "value",
+    "std",
+    "count",
+    "ci_low",
+    "ci_high",
+    "n_errors",
+    "error_rate",
+    "higher_is_better",
+    "band",
+    "regression_threshold",
+]
+LOWER_IS_BETTER_MARKERS = ("latency", "error_rate", "mean_abs_diff", "n_errors")
+EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Bands and regression tolerances per metric, with per-version overrides."""
+
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    versions: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    default_regression: float = 0.05
+
+    @classmethod
+    def load(cls, path: Path) -> Thresholds:
+        """Read a thresholds YAML file; a missing file means no bands and 5% regressions."""
+        if not Path(path).exists():
+            return cls()
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+        return cls(
+            metrics=raw.get("metrics") or {},
+            versions=raw.get("versions") or {},
+            default_regression=float((raw.get("defaults") or {}).get("regression", 0.05)),
+        )
+
+    def rule(self, metric: str, version: str) -> dict[str, Any]:
+        """The merged rule of `metric` for `version` (version overrides win)."""
+        rule = {**self.metrics.get(metric, {}), **self.versions.get(version, {}).get(metric, {})}
+        rule.setdefault("higher_is_better", not any(m in metric for m in LOWER_IS_BETTER_MARKERS))
+        rule.setdefault("regression", self.default_regression)
+        return rule
+
+
+def band(value: float, rule: dict[str, Any]) -> str | None:
+    """`excellent`, `good` or `needs attention` for `value` under `rule`; None without bounds."""
+    if "excellent" not in rule or "good" not in rule or value is None or np.isnan(value):
+        return None
+    if rule["higher_is_better"]:
+        if value > rule["excellent"]:
+            return EXCELLENT
+        return GOOD if value >= rule["good"] else NEEDS_ATTENTION
+    if value < rule["excellent"]:
+        return EXCELLENT
+    return GOOD if value <= rule["good"] else NEEDS_ATTENTION
+
+
+def build_scorecard(
+    qualities: Sequence[pd.DataFrame], version: str, date: str, thresholds: Thresholds
+) -> pd.DataFrame:
+    """One row per (tier, system, metric) with value (the mean), CI, errors, band, direction."""
+    present = [q for q in qualities if not q.empty]
+    if not present:
+        return pd.DataFrame(columns=SCORECARD_COLUMNS)
+    rows = pd.concat(present, ignore_index=True).rename(columns={"mean": "value"})
+    rules = [thresholds.rule(metric, version) for metric in rows["metric"]]
+    rows["higher_is_better"] = [bool(r["higher_is_better"]) for r in rules]
+    rows["band"] = [band(v, r) for v, r in zip(rows["value"], rules, strict=True)]
+    rows["regression_threshold"] = [float(r["regression"]) for r in rules]
+    rows = rows.assign(dataset_version=version, date=date)
+    return rows[SCORECARD_COLUMNS].sort_values(["tier", "system", "metric"], kind="stable")

@@ -1,0 +1,256 @@
+"""Deterministic answer metrics: ROUGE, sentence BLEU, exact/regex match and citation accuracy.
+
+Every function scores aligned sequences element-wise (prediction ``i`` against reference ``i``)
+and raises ``ValueError`` when their lengths differ. ROUGE uses :class:`UnicodeTokenizer`, so
+Russian or Portuguese answers are scored on their own words; for pure-ASCII text it tokenizes
+exactly like rouge-score's default tokenizer. An empty prediction scores 0.0 on ROUGE and
+BLEU, never NaN.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import unicodedata
+from collections.abc import Collection, Sequence
+
+import numpy as np
+import pandas as pd
+from rouge_score.rouge_scorer import RougeScorer
+from rouge_score.tokenizers import Tokenizer
+from sacrebleu.metrics import BLEU
+
+__all__ = [
+    "BLEU_SIGNATURE",
+    "UnicodeTokenizer",
+    "bleu_scores",
+    "citation_scores",
+    "exact_match",
+    "normalize_answer",
+    "regex_match",
+    "rouge_scores",
+]
+
+_WORD_PIECE = re.compile(r"[^\W_]+|[^\w\s]")
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CITATION = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
+_ASCII_PUNCTUATION = frozenset(string.punctuation)
+
+
+class UnicodeTokenizer(Tokenizer):
+    """rouge-score's default tokenization, extended from ``[a-z0-9]`` to all Unicode letters.
+
+    The text is lowercased (``str.lower``) and NFC-normalized, so composed and decomposed
+    accents give the same token. A token is a maximal run of letters and digits (``[^\\W_]``,
+    i.e. ``\\w`` without the underscore) that may carry combining marks (Unicode category M,
+    e.g. Devanagari vowel signs); everything else separates tokens, as ``[^a-z0-9]+`` does in
+    the default tokenizer, so "não" and "информация" stay single tokens. Every token is
+    non-empty and made of letters, digits and marks, the analogue of the default tokenizer's
+    final ``^[a-z0-9]+$`` filter. There is no stemming (Porter stemming is English-only), as in
+    ``RougeScorer(..., use_stemmer=False)``. For pure-ASCII text the tokens equal the default
+    tokenizer's exactly. Scripts written without spaces (Chinese, Japanese, Thai) come out as
+    one token per run and are not meaningfully scored.
+    """
+
+    def tokenize(self, text: str) -> list[str]:
+        """The tokens of ``text``, in order."""
+        tokens: list[str] = []
+        token_end = -1
+        for match in _WORD_PIECE.finditer(unicodedata.normalize("NFC", text.lower())):
+            piece = match.group()
+            if piece.isalnum():
+                if match.start() == token_end:
+                    tokens[-1] += piece
+                else:
+                    tokens.append(piece)
+            elif match.start() == token_end and unicodedata.category(piece).startswith("M"):
+                tokens[-1] += piece
+            else:
+                continue
+            token_end = match.end()
+        return tokens
+
+
+_ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+_ROUGE = RougeScorer(list(_ROUGE_TYPES), use_stemmer=False, tokenizer=UnicodeTokenizer())
+_BLEU = BLEU(
+    lowercase=False,
+    tokenize=BLEU.TOKENIZER_DEFAULT,
+    smooth_method="exp",
+    smooth_value=None,
+    effective_order=True,
+)
+_BLEU.sentence_score("", [""])  # the signature records the reference count, known after a call
+
+BLEU_SIGNATURE: str = str(_BLEU.get_signature())
+"""The sacrebleu signature of :func:`bleu_scores`, e.g.
+``nrefs:1|case:mixed|eff:yes|tok:13a|smooth:exp|version:2.6.0``."""
+
+
+def _check_aligned(left_name: str, left: Sequence, right_name: str, right: Sequence) -> None:
+    if len(left) != len(right):
+        raise ValueError(
+            f"{left_name} and {right_name} must have the same length, "
+            f"got {len(left)} and {len(right)}"
+        )
+
+
+def rouge_scores(predictions: Sequence[str], references: Sequence[str]) -> pd.DataFrame:
+    """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of each prediction against its reference.
+
+    Columns ``rouge1_f``, ``rouge2_f``, ``rougeL_f`` (floats in [0, 1]) from
+    ``RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False,
+    tokenizer=UnicodeTokenizer())``: ROUGE-n F = harmonic mean of the clipped n-gram overlap
+    divided by the prediction's and by the reference's n-gram counts; ROUGE-L uses the longest
+    common subsequence of tokens instead (sentence-level, not ``rougeLsum``). A side without
+    tokens (e.g. an empty prediction, or both empty) scores 0.0.
+    """
+    _check_aligned("predictions", predictions, "references", references)
+    rows = []
+    for prediction, reference in zip(predictions, references, strict=True):
+        scores = _ROUGE.score(reference, prediction)
+        rows.append([scores[rouge_type].fmeasure for rouge_type in _ROUGE_TYPES])
+    return pd.DataFrame(
+        np.array(rows, dtype=np.float64).reshape(-1, len(_ROUGE_TYPES)),
+        columns=[f"{rouge_type}_f" for rouge_type in _ROUGE_TYPES],
+    )
+
+
+def bleu_scores(predictions: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """Sentence BLEU (0–100) of each prediction against its single reference, as float64.
+
+    Identical to ``sacrebleu.sentence_bleu(prediction, [reference]).score`` with its defaults:
+    13a tokenization, case-sensitive, up to 4-grams, "exp" smoothing (an n-gram order with no
+    match gets precision ``100 / (2^m · total)`` for its m-th such order) and effective order
+    (orders with no n-grams in the prediction are left out of the geometric mean). Brevity
+    penalty ``exp(1 - ref_len / pred_len)`` when the prediction is shorter. No matching
+    unigram, including an empty prediction or reference, scores 0.0. See ``BLEU_SIGNATURE``.
+    """
+    _check_aligned("predictions", predictions, "references", references)
+    return np.array(
+        [
+            _BLEU.sentence_score(prediction, [reference]).score
+            for prediction, reference in zip(predictions, references, strict=True)
+        ],
+        dtype=np.float64,
+    )
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD answer normalization, made safe for non-English text.
+
+    In order: lowercase; NFC-normalize; delete ASCII punctuation (``string.punctuation``) and
+    every Unicode punctuation character (category P, e.g. «», —, ¿); replace the English
+    articles "a", "an", "the" (whole words) by spaces; collapse whitespace runs to one space
+    and strip. On ASCII text this is exactly the SQuAD v1.1 ``normalize_answer``.
+    """
+    text = unicodedata.normalize("NFC", text.lower())
+    text = "".join(
+        char
+        for char in text
+        if char not in _ASCII_PUNCTUATION and not unicodedata.category(char).startswith("P")
+    )
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(predictions: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """1.0 where ``normalize_answer(prediction) == normalize_answer(reference)``, else 0.0.
+
+    Two answers that both normalize to the empty string (e.g. "" and "The.") match.
+    """
+    _check_aligned("predictions", predictions, "references", references)
+    return np.array(
+        [
+            float(normalize_answer(prediction) == normalize_answer(reference))
+            for prediction, reference in zip(predictions, references, strict=True)
+        ],
+        dtype=np.float64,
+    )
+
+
+def regex_match(predictions: Sequence[str], patterns: Sequence[str]) -> np.ndarray:
+    """1.0 where ``patterns[i]`` matches anywhere in ``predictions[i]``, else 0.0.
+
+    Uses ``re.search`` with ``re.IGNORECASE | re.MULTILINE`` (Unicode-aware, as DPR's regex
+    evaluation of TREC/CuratedTREC answers). Anchor with ``^``/``$`` or ``\\b`` for stricter
+    matching. An invalid pattern raises ``re.error``.
+    """
+    _check_aligned("predictions", predictions, "patterns", patterns)
+    return np.array(
+        [
+            float(re.search(pattern, prediction, flags=re.IGNORECASE | re.MULTILINE) is not None)
+            for prediction, pattern in zip(predictions, patterns, strict=True)
+        ],
+        dtype=np.float64,
+    )
+
+
+def _cited_indices(answer: str) -> set[int]:
+    """Distinct 1-based indices cited as ``[n]`` or ``[n, m, ...]`` in ``answer``."""
+    return {int(number) for group in _CITATION.findall(answer) for number in group.split(",")}
+
+
+def citation_scores(
+    answers: Sequence[str],
+    retrieved_ids: Sequence[Sequence[str]],
+    relevant_ids: Sequence[Collection[str]],
+) -> pd.DataFrame:
+    """Citation precision, recall and F1 of answers that cite sources as ``[n]``.
+
+    ``[n]`` (or ``[n, m]``) cites ``retrieved_ids[i][n-1]``, the n-th retrieved source of answer
+    ``i``; each distinct index counts once, and an index outside ``1..len(retrieved_ids[i])``
+    is an invalid citation that never counts as relevant. Columns, per answer:
+
+    - ``citation_precision`` = cited indices whose source is relevant / distinct cited indices
+      (valid and invalid); NaN when the answer cites nothing.
+    - ``citation_recall`` = distinct relevant sources among the retrieved ones that are cited /
+      distinct relevant sources among the retrieved ones; NaN when no relevant source was
+      retrieved (nothing could have been cited), 0.0 when some were but none is cited.
+    - ``citation_f1`` = ``2PR / (P + R)``; 0.0 when either P or R is 0 (so an uncited answer
+      with relevant sources retrieved scores 0.0); NaN when either is NaN and neither is 0.
+    - ``n_citations``: distinct cited indices; ``n_invalid_citations``: those out of range.
+    """
+    _check_aligned("answers", answers, "retrieved_ids", retrieved_ids)
+    _check_aligned("answers", answers, "relevant_ids", relevant_ids)
+    rows = []
+    for answer, retrieved, relevant in zip(answers, retrieved_ids, relevant_ids, strict=True):
+        relevant = set(relevant)
+        cited = _cited_indices(answer)
+        valid = {index for index in cited if 1 <= index <= len(retrieved)}
+        cited_sources = [retrieved[index - 1] for index in valid]
+        relevant_retrieved = relevant.intersection(retrieved)
+
+        precision = (
+            sum(source in relevant for source in cited_sources) / len(cited) if cited else math.nan
+        )
+        recall = (
+            len(relevant_retrieved.intersection(cited_sources)) / len(relevant_retrieved)
+            if relevant_retrieved
+            else math.nan
+        )
+        if precision == 0 or recall == 0:
+            f1 = 0.0
+        elif math.isnan(precision) or math.isnan(recall):
+            f1 = math.nan
+        else:
+            f1 = 2 * precision * recall / (precision + recall)
+        rows.append((precision, recall, f1, len(cited), len(cited) - len(valid)))
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "citation_precision",
+            "citation_recall",
+            "citation_f1",
+            "n_citations",
+            "n_invalid_citations",
+        ],
+    ).astype(
+        {
+            "citation_precision": np.float64,
+            "citation_recall": np.float64,
+            "citation_f1": np.float64,
+            "n_citations": np.int64,
+            "n_invalid_citations": np.int64,
+        }
+    )
