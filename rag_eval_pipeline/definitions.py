@@ -14,17 +14,21 @@ from rag_eval_pipeline.assets import (
     scorecard,
     ux_tier,
 )
+from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
 from rag_eval_pipeline.io_managers import ParquetIOManagerResource
 from rag_eval_pipeline.jobs import evaluation_job
 from rag_eval_pipeline.resources import (
+    AlertsResource,
+    BaselineResource,
     DatasetsResource,
     EmbedderResource,
     LLMResource,
     RagSystemResource,
+    WarehouseResource,
 )
 from rag_eval_pipeline.schedules import daily_evaluation_schedule
-from rag_eval_pipeline.sensors import dataset_version_sensor
+from rag_eval_pipeline.sensors import dataset_version_sensor, regression_alert_sensor
 from rag_eval_pipeline.settings import (
     EMBEDDER_MODEL_ENV,
     GENERATOR_API_BASE_ENV,
@@ -60,6 +64,15 @@ def default_resources() -> dict[str, object]:
             model=os.environ.get(GENERATOR_MODEL_ENV, OFFLINE_MODEL),
             api_base=os.environ.get(GENERATOR_API_BASE_ENV),
         ),
+        "warehouse": WarehouseResource(),
+        "baseline": BaselineResource(
+            version=os.environ.get("RAG_EVAL_BASELINE_VERSION"),
+            date=os.environ.get("RAG_EVAL_BASELINE_DATE"),
+        ),
+        "alerts": AlertsResource(
+            webhook_url=os.environ.get("RAG_EVAL_ALERT_WEBHOOK"),
+            style=os.environ.get("RAG_EVAL_ALERT_STYLE", "json"),
+        ),
         "rag_system": RagSystemResource(
             kind=os.environ.get("RAG_EVAL_SYSTEM", "reference"),
             target=os.environ.get("RAG_EVAL_SYSTEM_TARGET"),
@@ -72,6 +85,7 @@ defs = Definitions(
     assets=load_assets_from_modules(TIER_MODULES),
     jobs=[evaluation_job],
     schedules=[daily_evaluation_schedule],
-    sensors=[dataset_version_sensor],
+    asset_checks=ALL_CHECKS,
+    sensors=[dataset_version_sensor, regression_alert_sensor],
     resources=default_resources(),
 )

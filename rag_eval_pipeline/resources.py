@@ -7,11 +7,14 @@ in run config, the Launchpad or the environment without code changes.
 from functools import cache
 from pathlib import Path
 
+import pandas as pd
 from dagster import ConfigurableResource
 
+from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
+from rag_eval_pipeline.evaluation.store import Baseline, WarehouseStore
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import Judge, LLMJudge
 from rag_eval_pipeline.judging.offline import (
@@ -21,7 +24,7 @@ from rag_eval_pipeline.judging.offline import (
     OfflineJudge,
 )
 from rag_eval_pipeline.judging.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
-from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR, OFFLINE_MODEL
+from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR, OFFLINE_MODEL, WAREHOUSE_URL
 
 
 class DatasetsResource(ConfigurableResource):
@@ -136,3 +139,55 @@ class LLMResource(ConfigurableResource):
             return OfflineGenerator(embedder), None
         client = self.client()
         return LLMGenerator(client), client
+
+
+class WarehouseResource(ConfigurableResource):
+    """Read access to stored scorecards and the alert history (same base as the IO manager)."""
+
+    base_path: str = WAREHOUSE_URL
+
+    def store(self) -> WarehouseStore:
+        """The store over this base path."""
+        return WarehouseStore(self.base_path)
+
+
+class AlertsResource(ConfigurableResource):
+    """Where regression alerts go besides the Dagster log and the `regression_alerts` record.
+
+    `webhook_url`: any endpoint taking a JSON POST (set it from an `EnvVar`, e.g.
+    `RAG_EVAL_ALERT_WEBHOOK`); `style`: `json` (every field) or `slack` (a Slack incoming
+    webhook's `{"text": ...}`).
+    """
+
+    webhook_url: str | None = None
+    style: str = "json"
+    timeout_s: float = 10.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
+
+    def deliver(self, regressions: pd.DataFrame) -> Delivery | None:
+        """Send the alert; None when no webhook is configured."""
+        if not self.webhook_url:
+            return None
+        return post_json(
+            self.webhook_url,
+            alert_payload(regressions, self.style),
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+        )
+
+
+class BaselineResource(ConfigurableResource):
+    """What each partition is compared with for regressions.
+
+    Default (both None): the latest earlier date of the same dataset version. `version` and/or
+    `date` pin the baseline (e.g. a release you trust), see `WarehouseStore.baseline`.
+    """
+
+    version: str | None = None
+    date: str | None = None
+
+    def select(self, store: WarehouseStore, version: str, date: str) -> Baseline | None:
+        """The baseline scorecard of (`version`, `date`), or None when there is none yet."""
+        return store.baseline(version, date, pinned_version=self.version, pinned_date=self.date)

@@ -18,7 +18,12 @@ from dagster import DagsterInstance, instance_for_test
 from rag_eval_pipeline.definitions import default_resources
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.io_managers import ParquetIOManagerResource
-from rag_eval_pipeline.resources import DatasetsResource, EmbedderResource
+from rag_eval_pipeline.resources import (
+    DatasetsResource,
+    EmbedderResource,
+    LLMResource,
+    WarehouseResource,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
@@ -42,8 +47,11 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
     resources = {
         **default_resources(),
         "io_manager": ParquetIOManagerResource(base_path=str(tmp_path / "warehouse")),
+        "warehouse": WarehouseResource(base_path=str(tmp_path / "warehouse")),
         "datasets": DatasetsResource(root=str(DATASETS_DIR)),
         "embedder": EmbedderResource(cache_dir=str(embedder.cache_dir)),
+        "judge_llm": LLMResource(cache_dir=str(tmp_path / "llm-cache")),
+        "generator_llm": LLMResource(cache_dir=str(tmp_path / "llm-cache")),
     }
     resources.update(overrides)
     return resources
