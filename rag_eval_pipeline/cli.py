@@ -19,8 +19,6 @@ from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, WAREHOUSE_URL
 
-SCORECARD_ASSET = "evaluation_scorecard"
-
 
 def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
@@ -99,63 +97,82 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_scorecards(versions: Sequence[str], day: str) -> pd.DataFrame:
-    """The stored scorecard rows of `versions` on `day` (missing partitions are skipped)."""
-    from upath import UPath
-
-    from rag_eval_pipeline.io_managers import read_parquet
-
-    base = UPath(WAREHOUSE_URL) / SCORECARD_ASSET
-    frames = []
-    for version in versions:
-        path = base / version / f"{day}.parquet"
-        if path.exists():
-            frames.append(read_parquet(path))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
 def cmd_scorecard(args: argparse.Namespace) -> int:
     """Print the scorecard of one or more versions on a date, as a table or JSON."""
     from rag_eval_pipeline.datasets.versions import scan_versions
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
 
+    store = WarehouseStore(WAREHOUSE_URL)
     versions = args.dataset_version or scan_versions(DATASETS_DIR).valid
-    scorecard = read_scorecards(versions, args.date)
-    if scorecard.empty:
+    found = [store.read_scorecard(version, args.date) for version in versions]
+    present = [frame for frame in found if frame is not None]
+    if not present:
         print(
             f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
             "`rag-eval run` first.",
             file=sys.stderr,
         )
         return 1
-    if args.format == "json":
-        print(json.dumps(json.loads(scorecard.to_json(orient="records")), indent=2))
-        return 0
+    scorecard = pd.concat(present, ignore_index=True)
+    _print_frame(
+        scorecard,
+        [
+            "dataset_version",
+            "tier",
+            "system",
+            "metric",
+            "value",
+            "ci_low",
+            "ci_high",
+            "count",
+            "band",
+        ],
+        args.format,
+    )
+    return 0
+
+
+def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str) -> None:
+    if output_format == "json":
+        print(json.dumps(json.loads(frame.to_json(orient="records")), indent=2))
+        return
     with pd.option_context(
         "display.max_rows",
         None,
         "display.width",
-        200,
+        250,
         "display.max_colwidth",
-        40,
+        48,
         "display.float_format",
         "{:.4f}".format,
     ):
-        columns = [
-            c
-            for c in (
-                "dataset_version",
-                "system",
-                "tier",
-                "metric",
-                "value",
-                "ci_low",
-                "ci_high",
-                "count",
-                "band",
-            )
-            if c in scorecard.columns
-        ]
-        print(scorecard[columns].to_string(index=False))
+        print(frame[[c for c in columns if c in frame.columns]].to_string(index=False))
+
+
+def cmd_alerts(args: argparse.Namespace) -> int:
+    """Print the recorded regression alerts, oldest first."""
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
+
+    alerts = WarehouseStore(WAREHOUSE_URL).read_alerts(args.dataset_version)
+    if alerts.empty:
+        print("No regression alerts recorded.", file=sys.stderr)
+        return 0
+    _print_frame(
+        alerts,
+        [
+            "dataset_version",
+            "date",
+            "baseline_date",
+            "tier",
+            "system",
+            "metric",
+            "baseline_value",
+            "value",
+            "relative_change",
+            "delivered",
+        ],
+        args.format,
+    )
     return 0
 
 
@@ -178,6 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
     scorecard.add_argument("--date", type=_valid_date, default=_today())
     scorecard.add_argument("--format", choices=("table", "json"), default="table")
     scorecard.set_defaults(handler=cmd_scorecard)
+    alerts = commands.add_parser("alerts", help="print the regression alert history")
+    alerts.add_argument("--dataset-version")
+    alerts.add_argument("--format", choices=("table", "json"), default="table")
+    alerts.set_defaults(handler=cmd_alerts)
     return parser
 
 

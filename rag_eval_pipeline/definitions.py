@@ -81,8 +81,10 @@ def default_resources() -> dict[str, object]:
     }
 
 
+ALL_ASSETS = load_assets_from_modules(TIER_MODULES)
+
 defs = Definitions(
-    assets=load_assets_from_modules(TIER_MODULES),
+    assets=ALL_ASSETS,
     jobs=[evaluation_job],
     schedules=[daily_evaluation_schedule],
     asset_checks=ALL_CHECKS,

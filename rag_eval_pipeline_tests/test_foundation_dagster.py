@@ -15,8 +15,9 @@ from dagster import (
 )
 
 from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
-from rag_eval_pipeline.definitions import defs
+from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
+from rag_eval_pipeline.checks import ALL_CHECKS
+from rag_eval_pipeline.definitions import ALL_ASSETS, defs
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import DatasetsResource
@@ -39,7 +40,7 @@ def test_materialize_writes_documented_paths(
 ) -> None:
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
     result = materialize(
-        [golden_dataset, evaluation_scorecard],
+        [*ALL_ASSETS, *ALL_CHECKS],
         partition_key=evaluation_partition_key("scifact-test", "2026-11-21"),
         instance=dagster_instance,
         resources=evaluation_resources(tmp_path, embedder),
@@ -54,8 +55,14 @@ def test_materialize_writes_documented_paths(
     scorecard = pd.read_parquet(
         tmp_path / "warehouse" / "evaluation_scorecard" / "scifact-test" / "2026-11-21.parquet"
     )
-    n_queries = scorecard.set_index("metric").loc["n_queries", "value"]
-    assert n_queries == 300.0
+    values = scorecard.set_index("metric")["value"]
+    assert values["n_queries"] == 300.0
+    assert set(scorecard["tier"]) == {"dataset", "tier1_retrieval", "ux"}
+    assert values["mrr"] > 0.5
+    embeddings = dagster_instance.get_latest_materialization_event(
+        corpus_embeddings.key
+    ).asset_materialization
+    assert embeddings.metadata["skip_reason"].value == "this dataset version ships no corpus texts"
     materialization = dagster_instance.get_latest_materialization_event(
         golden_dataset.key
     ).asset_materialization
