@@ -1,9 +1,10 @@
 """Regression detection: each scorecard metric against its baseline, direction-aware.
 
 A metric regresses when both hold:
-1. its relative change in the bad direction exceeds the metric's tolerance (scorecard column
-   `regression_threshold`, 5% by default): higher-is-better metrics dropped by more than
-   `threshold × |baseline|`, lower-is-better ones rose by more than that; and
+1. its change in the bad direction exceeds the metric's tolerance: higher-is-better metrics
+   dropped by more than `regression_threshold × |baseline|` (5% by default), lower-is-better
+   ones rose by more than that, and by more than `regression_min_change` in absolute terms (0 by
+   default; e.g. 100 ms for latencies, so timer noise on fast components is not an alert); and
 2. the baseline value lies outside the current 95% bootstrap CI — a change the sampling noise of
    this evaluation can explain is not reported. Metrics without a CI (single numbers such as the
    silhouette or a latency percentile) are judged by rule 1 alone.
@@ -50,7 +51,7 @@ def detect_regressions(
     higher = merged["higher_is_better"].to_numpy(dtype=bool)
     threshold = merged["regression_threshold"].to_numpy(dtype=float)
     worsening = np.where(higher, base - value, value - base)
-    allowed = threshold * np.abs(base)
+    allowed = np.maximum(threshold * np.abs(base), merged["regression_min_change"].to_numpy(float))
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(
             base != 0, (value - base) / np.abs(base), np.sign(value - base) * np.inf

@@ -32,6 +32,7 @@ SCORECARD_COLUMNS = [
     "higher_is_better",
     "band",
     "regression_threshold",
+    "regression_min_change",
 ]
 LOWER_IS_BETTER_MARKERS = ("latency", "error_rate", "mean_abs_diff", "n_errors")
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
@@ -62,6 +63,7 @@ class Thresholds:
         rule = {**self.metrics.get(metric, {}), **self.versions.get(version, {}).get(metric, {})}
         rule.setdefault("higher_is_better", not any(m in metric for m in LOWER_IS_BETTER_MARKERS))
         rule.setdefault("regression", self.default_regression)
+        rule.setdefault("min_change", 0.0)
         return rule
 
 
@@ -90,5 +92,6 @@ def build_scorecard(
     rows["higher_is_better"] = [bool(r["higher_is_better"]) for r in rules]
     rows["band"] = [band(v, r) for v, r in zip(rows["value"], rules, strict=True)]
     rows["regression_threshold"] = [float(r["regression"]) for r in rules]
+    rows["regression_min_change"] = [float(r["min_change"]) for r in rules]
     rows = rows.assign(dataset_version=version, date=date)
     return rows[SCORECARD_COLUMNS].sort_values(["tier", "system", "metric"], kind="stable")

@@ -1,0 +1,234 @@
+"""The whole pipeline on demo-v1, materialized on a real temporary instance, on two dates.
+
+Day 1 is the healthy reference system; day 2 is the same data with the documented demo switch
+(`rag_system.skip_top = 2`, the retriever loses its two best documents). The embedding cache,
+the regression check, the alert sensor (with a real webhook on 127.0.0.1) and the metadata the
+UI plots are all checked against these two real runs.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    ExecuteInProcessResult,
+    FloatMetadataValue,
+    build_sensor_context,
+    instance_for_test,
+    materialize,
+)
+
+from rag_eval_pipeline.checks import ALL_CHECKS
+from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.resources import (
+    AlertsResource,
+    BaselineResource,
+    RagSystemResource,
+    WarehouseResource,
+)
+from rag_eval_pipeline.sensors import regression_alert_sensor
+from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.test_regression import Receiver
+
+VERSION, DAY1, DAY2 = "demo-v1", "2026-11-20", "2026-11-21"
+QUALITY_ASSETS = [
+    "embedding_quality",
+    "retrieval_quality",
+    "generation_quality",
+    "e2e_quality",
+    "judge_reliability",
+    "show_judge_quality",
+    "ux_metrics",
+]
+
+
+@dataclass
+class DemoRuns:
+    warehouse: Path
+    instance: DagsterInstance
+    day1: ExecuteInProcessResult
+    day2: ExecuteInProcessResult
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[DemoRuns]:
+    tmp = tmp_path_factory.mktemp("demo")
+    with instance_for_test() as instance:
+        instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+        runs = [
+            materialize(
+                [*ALL_ASSETS, *ALL_CHECKS],
+                partition_key=evaluation_partition_key(VERSION, day),
+                instance=instance,
+                resources=evaluation_resources(
+                    tmp, embedder, rag_system=RagSystemResource(skip_top=skip)
+                ),
+            )
+            for day, skip in ((DAY1, 0), (DAY2, 2))
+        ]
+        yield DemoRuns(tmp / "warehouse", instance, *runs)
+
+
+def read(demo: DemoRuns, asset: str, day: str = DAY1) -> pd.DataFrame:
+    return pd.read_parquet(demo.warehouse / asset / VERSION / f"{day}.parquet")
+
+
+def latest_metadata(demo: DemoRuns, asset: str) -> dict:
+    event = demo.instance.get_latest_materialization_event(AssetKey(asset))
+    return event.asset_materialization.metadata
+
+
+def test_both_days_succeed_and_write_every_asset(demo: DemoRuns) -> None:
+    assert demo.day1.success and demo.day2.success
+    for asset in ALL_ASSETS:
+        name = asset.key.to_user_string()
+        path = demo.warehouse / name / VERSION / DAY1
+        assert path.with_suffix(".parquet").exists() or path.is_dir(), name
+
+
+def test_scorecard_has_every_tier_and_the_named_metrics(demo: DemoRuns) -> None:
+    scorecard = read(demo, "evaluation_scorecard")
+    metrics = set(scorecard["metric"])
+    assert {
+        "tier0_embedding",
+        "tier1_retrieval",
+        "tier2_generation",
+        "tier3_e2e",
+        "judge_reliability",
+        "show_judge",
+        "ux",
+        "dataset",
+    } == set(scorecard["tier"])
+    assert {
+        "total_pairs",
+        "n_clusters",
+        "avg_intra_cluster_sim",
+        "avg_inter_cluster_dist",
+        "silhouette_score",
+        "hit_rate@1",
+        "mrr",
+        "recall@10",
+        "precision@5",
+        "ndcg@10",
+        "ndcg_exp@10",
+        "map",
+        "r_precision",
+        "avg_faithfulness",
+        "avg_answer_relevance",
+        "avg_rouge1_f",
+        "avg_rouge2_f",
+        "avg_rougeL_f",
+        "avg_bleu",
+        "avg_e2e_score",
+        "avg_semantic_similarity",
+        "avg_answer_correctness",
+        "avg_context_precision",
+        "avg_context_recall",
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "latency_p99_ms",
+        "consistency_score",
+        "error_rate",
+        "avg_latency_ms",
+        "kappa_judge_vs_rater_a",
+        "weighted_kappa_rater_a_vs_rater_b",
+        "accuracy",
+        "precision",
+        "recall",
+        "f1_score",
+        "cache_hit_rate",
+        "context_preservation",
+        "multi_turn_consistency",
+    } <= metrics
+    systems = set(scorecard.loc[scorecard["tier"] == "tier1_retrieval", "system"])
+    assert systems == {"dense", "bm25", "hybrid-rrf", "production-bm25", "real-users"}
+    assert scorecard["value"].notna().all()
+    banded = scorecard.dropna(subset=["band"])
+    assert set(banded["band"]) <= {"excellent", "good", "needs attention"}
+
+
+def test_every_row_names_the_offline_models(demo: DemoRuns) -> None:
+    generations = read(demo, "ideal_context_generations")
+    assert set(generations["generator_model"]) == {"offline-extractive-generator"}
+    judgments = read(demo, "e2e_judgments")
+    judge_rows = judgments[judgments["metric"].isin(["faithfulness", "e2e_score"])]
+    assert set(judge_rows["judge_model"]) == {"offline-heuristic-judge"}
+    assert judgments["score"].isna().eq(judgments["error"].notna()).all()
+    assert set(read(demo, "e2e_generations")["generator_model"]) == {"offline-extractive-generator"}
+
+
+def test_quality_assets_record_float_metadata_and_a_table(demo: DemoRuns) -> None:
+    for asset in QUALITY_ASSETS:
+        metadata = latest_metadata(demo, asset)
+        floats = [k for k, v in metadata.items() if isinstance(v, FloatMetadataValue)]
+        assert floats, asset
+        assert "summary" in metadata, asset
+    scorecard_metadata = latest_metadata(demo, "evaluation_scorecard")
+    assert isinstance(scorecard_metadata["tier1_retrieval/dense/hit_rate@1"], FloatMetadataValue)
+
+
+def test_second_date_reuses_every_embedding(demo: DemoRuns) -> None:
+    metadata = latest_metadata(demo, "corpus_embeddings")
+    assert metadata["embedded"].value == 0
+    assert metadata["from_cache"].value == 90
+
+
+def test_regression_check_flags_only_the_degraded_day(demo: DemoRuns) -> None:
+    def check_outcome(day: str) -> tuple[bool, int]:
+        key = evaluation_partition_key(VERSION, day)
+        for result in (demo.day1, demo.day2):
+            for evaluation in result.get_asset_check_evaluations():
+                if evaluation.check_name == "scorecard_regressions" and evaluation.partition == str(
+                    key
+                ):
+                    return evaluation.passed, evaluation.metadata["n_regressions"].value
+        raise AssertionError(f"no regression check for {day}")
+
+    assert check_outcome(DAY1) == (True, 0)
+    passed, count = check_outcome(DAY2)
+    assert not passed and count > 0
+
+
+def test_sensor_alerts_exactly_the_degraded_systems_once(demo: DemoRuns) -> None:
+    receiver = Receiver([])
+    try:
+        resources = {
+            "warehouse": WarehouseResource(base_path=str(demo.warehouse)),
+            "alerts": AlertsResource(webhook_url=receiver.url, backoff_s=0.01),
+            "baseline": BaselineResource(),
+        }
+        context = build_sensor_context(instance=demo.instance, resources=resources)
+        first = regression_alert_sensor(context)
+        assert "raised" in first.skip_message
+        alerts = WarehouseStore(str(demo.warehouse)).read_alerts(VERSION)
+        affected = set(zip(alerts["tier"], alerts["system"], strict=True))
+        assert affected == {
+            ("tier1_retrieval", "dense"),
+            ("tier1_retrieval", "bm25"),
+            ("tier1_retrieval", "hybrid-rrf"),
+            ("tier3_e2e", "reference-rag"),
+        }
+        for system in ("dense", "bm25", "hybrid-rrf"):
+            assert {"hit_rate@1", "mrr", "ndcg@10"} <= set(
+                alerts.loc[alerts["system"] == system, "metric"]
+            )
+        assert {"avg_e2e_score", "avg_context_recall"} <= set(
+            alerts.loc[alerts["system"] == "reference-rag", "metric"]
+        )
+        assert set(alerts["date"]) == {DAY2} and set(alerts["baseline_date"]) == {DAY1}
+        assert alerts["delivered"].all()
+        assert len(receiver.bodies) == 1
+        assert len(receiver.bodies[0]["regressions"]) == len(alerts)
+        replay = build_sensor_context(instance=demo.instance, resources=resources)
+        regression_alert_sensor(replay)
+        assert len(WarehouseStore(str(demo.warehouse)).read_alerts(VERSION)) == len(alerts)
+        assert len(receiver.bodies) == 1
+    finally:
+        receiver.server.shutdown()
