@@ -1,0 +1,192 @@
+"""Benchmark LLM-judge throughput of `LLMClient` against a loopback OpenAI-compatible server.
+
+The server (`rag_eval_pipeline_tests.openai_server`) runs in a child process, so its CPU time does
+not compete with the client's event loop, and answers every request after a fixed injected latency
+(default 200 ms) with a JSON verdict, which is parsed with `parse_score` like a real judgment.
+The model string is "openai/gpt-4o-mini" with the loopback `api_base`, so litellm takes the path
+of a real judge, including the cost lookup in its price map.
+
+For each concurrency level (default 1, 8, 32) it sends distinct prompts (no cache hits) and prints
+the elapsed time against the ideal ``calls × latency / concurrency``, their ratio (goal ≤ 1.25×),
+the client CPU per call and the server's peak in-flight count. Concurrency 1 uses ``--n-sequential``
+prompts (default 100, since 1,000 × 200 ms would take 200 s), the others ``--n`` (default 1,000).
+Finally a fresh client re-asks the last level's prompts from the warm on-disk cache: zero calls.
+
+Usage: ``python benchmarks/judge_throughput.py [--n 1000] [--n-sequential 100]
+[--latency 0.2] [--concurrency 1 8 32] [--profile]``; ``--profile`` runs the highest concurrency
+level under cProfile and prints the functions with the largest cumulative time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import multiprocessing
+import os
+import pstats
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
+from rag_eval_pipeline.judging.parsing import parse_score
+from rag_eval_pipeline_tests.openai_server import run_openai_server
+
+GOAL_RATIO = 1.25
+MODEL = "openai/gpt-4o-mini"
+
+
+def verdict(request: dict[str, Any]) -> str:
+    """The server's reply: a JSON verdict whose score depends on the prompt."""
+    number = int(request["messages"][-1]["content"].rsplit("#", 1)[1])
+    return f'{{"score": {number % 11 / 10}, "reason": "synthetic verdict"}}'
+
+
+def serve(connection: Connection, latency_s: float) -> None:
+    """Child process: run the server until the parent sends anything, then report its peak."""
+    with run_openai_server(responder=verdict, latency_s=latency_s) as server:
+        connection.send(server.base_url)
+        while connection.recv() == "reset":
+            connection.send((server.request_count, server.max_in_flight))
+            server.reset()
+
+
+@dataclass(frozen=True)
+class Result:
+    label: str
+    calls: int
+    elapsed_s: float
+    ideal_s: float
+    cpu_s: float
+    server_requests: int
+    max_in_flight: int
+    cost_usd: float
+
+
+def judge_prompts(label: str, n: int) -> list[list[dict[str, str]]]:
+    return [
+        [
+            {"role": "system", "content": "Rate the answer's faithfulness from 0 to 1 as JSON."},
+            {"role": "user", "content": f"Context, question and answer for {label} #{i}"},
+        ]
+        for i in range(n)
+    ]
+
+
+def run_level(
+    client: LLMClient, prompts: list[list[dict[str, str]]], profile: bool
+) -> tuple[float, float]:
+    """Judge all prompts; returns (elapsed seconds, client CPU seconds)."""
+    profiler = cProfile.Profile() if profile else None
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    replies = client.complete_many(prompts)
+    if profiler is not None:
+        profiler.disable()
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    failures = [reply.error for reply in replies if reply.error is not None]
+    if failures:
+        raise RuntimeError(f"{len(failures)} judgments failed, first: {failures[0]}")
+    scores = [parse_score(reply.text or "") for reply in replies]
+    assert len(scores) == len(prompts)
+    if profiler is not None:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    return elapsed, cpu
+
+
+def print_results(results: list[Result]) -> None:
+    header = (
+        f"{'run':>14} {'calls':>6} {'elapsed s':>10} {'ideal s':>8} {'ratio':>6} "
+        f"{'cpu ms/call':>11} {'calls/s':>8} {'server reqs':>11} {'peak in-flight':>14} "
+        f"{'cost $':>8}"
+    )
+    print(header)
+    for r in results:
+        ratio = f"{r.elapsed_s / r.ideal_s:.2f}x" if r.ideal_s else "-"
+        cpu_per_call = r.cpu_s / r.calls * 1000
+        print(
+            f"{r.label:>14} {r.calls:>6} {r.elapsed_s:>10.2f} {r.ideal_s:>8.2f} {ratio:>6} "
+            f"{cpu_per_call:>11.2f} {r.calls / r.elapsed_s:>8.1f} {r.server_requests:>11} "
+            f"{r.max_in_flight:>14} {r.cost_usd:>8.4f}"
+        )
+    misses = [r.label for r in results if r.ideal_s and r.elapsed_s / r.ideal_s > GOAL_RATIO]
+    verdict_line = f"missed by: {', '.join(misses)}" if misses else "met by every level"
+    print(f"goal ratio <= {GOAL_RATIO}x: {verdict_line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="judgments per concurrent level")
+    parser.add_argument("--n-sequential", type=int, default=100, help="judgments at concurrency 1")
+    parser.add_argument("--latency", type=float, default=0.2, help="injected latency, seconds")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--profile", action="store_true", help="cProfile the highest level")
+    args = parser.parse_args()
+
+    parent, child = multiprocessing.get_context("spawn").Pipe()
+    server = multiprocessing.get_context("spawn").Process(
+        target=serve, args=(child, args.latency), daemon=True
+    )
+    server.start()
+    base_url = parent.recv()
+
+    def server_stats() -> tuple[int, int]:
+        parent.send("reset")
+        requests, peak = parent.recv()
+        return requests, peak
+
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory() as cache_dir:
+
+        def config(concurrency: int) -> LLMConfig:
+            return LLMConfig(
+                model=MODEL,
+                api_base=base_url,
+                api_key="bench-key",
+                max_concurrency=concurrency,
+                timeout_s=30.0,
+                cache_dir=Path(cache_dir),
+            )
+
+        warmup = LLMClient(config(1))
+        started = time.perf_counter()
+        warmup.complete(judge_prompts("warm-up", 1)[0])
+        print(f"first call (litellm's lazy setup): {time.perf_counter() - started:.2f}s")
+        server_stats()
+
+        levels = sorted(args.concurrency)
+        for concurrency in levels:
+            n = args.n_sequential if concurrency == 1 else args.n
+            prompts = judge_prompts(f"c{concurrency}", n)
+            client = LLMClient(config(concurrency))
+            profile = args.profile and concurrency == levels[-1]
+            elapsed, cpu = run_level(client, prompts, profile)
+            requests, peak = server_stats()
+            ideal = n * args.latency / concurrency
+            label, cost = f"c={concurrency}", client.usage.cost_usd
+            results.append(Result(label, n, elapsed, ideal, cpu, requests, peak, cost))
+            client.close()
+
+        cached_client = LLMClient(config(levels[-1]))
+        prompts = judge_prompts(f"c{levels[-1]}", args.n_sequential if levels[-1] == 1 else args.n)
+        elapsed, cpu = run_level(cached_client, prompts, profile=False)
+        requests, peak = server_stats()
+        assert cached_client.usage.calls == 0 and requests == 0
+        cost = cached_client.usage.cost_usd
+        results.append(Result("warm cache", len(prompts), elapsed, 0.0, cpu, requests, peak, cost))
+        cached_client.close()
+        warmup.close()
+
+    parent.send("stop")
+    server.join()
+    print_results(results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""On-disk cache of successful LLM replies: one SQLite file shared by threads and processes.
+
+Replies live in ``<cache_dir>/llm_cache.sqlite3`` keyed by `cache_key`, the SHA-256 of the
+canonical JSON of everything that determines a reply at a fixed temperature: model, api_base,
+messages, temperature and max_tokens. The API key is deliberately not part of the key (rotating a
+key must not invalidate the cache) and is never stored.
+
+The database runs in WAL mode with a busy timeout, so concurrent processes (parallel Dagster
+steps) read and write it safely. Within a process one connection is shared behind a lock. The first
+reply stored under a key wins: later replies for the same key are ignored, so a re-run reads exactly
+the answers earlier runs were scored on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_FILENAME = "llm_cache.sqlite3"
+_BUSY_TIMEOUT_S = 30.0
+_LOOKUP_CHUNK = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cost_usd REAL NOT NULL,
+    latency_ms REAL NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def cache_key(
+    *,
+    model: str,
+    api_base: str | None,
+    messages: Sequence[Mapping[str, str]],
+    temperature: float,
+    max_tokens: int | None,
+) -> str:
+    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply."""
+    payload = {
+        "model": model,
+        "api_base": api_base,
+        "messages": [dict(message) for message in messages],
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedReply:
+    """What is kept of one successful reply."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    latency_ms: float
+
+
+class ReplyCache:
+    """Successful replies by `cache_key`, in ``<directory>/llm_cache.sqlite3``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = Path(directory) / CACHE_FILENAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._connection = sqlite3.connect(
+            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
+        with self._lock:
+            self._connection.execute("PRAGMA journal_mode = WAL")
+            self._connection.execute("PRAGMA synchronous = NORMAL")
+            self._connection.execute(_SCHEMA)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
+        """The cached replies among `keys` (missing keys are simply absent from the result)."""
+        unique = list(dict.fromkeys(keys))
+        found: dict[str, CachedReply] = {}
+        with self._lock:
+            for start in range(0, len(unique), _LOOKUP_CHUNK):
+                chunk = unique[start : start + _LOOKUP_CHUNK]
+                placeholders = ",".join("?" * len(chunk))
+                rows = self._connection.execute(
+                    "SELECT key, text, prompt_tokens, completion_tokens, cost_usd, latency_ms "
+                    f"FROM replies WHERE key IN ({placeholders})",
+                    chunk,
+                )
+                for key, *values in rows:
+                    found[key] = CachedReply(*values)
+        return found
+
+    def put(self, key: str, reply: CachedReply, *, model: str) -> None:
+        """Store a reply unless the key already has one (first reply wins)."""
+        with self._lock:
+            self._connection.execute(
+                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key,
+                    model,
+                    reply.text,
+                    reply.prompt_tokens,
+                    reply.completion_tokens,
+                    reply.cost_usd,
+                    reply.latency_ms,
+                    time.time(),
+                ),
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()
+        return int(count)
+
+    def close(self) -> None:
+        """Close the connection; the cache must not be used afterwards."""
+        with self._lock:
+            self._connection.close()
