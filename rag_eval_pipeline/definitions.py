@@ -5,6 +5,7 @@ import os
 from dagster import Definitions, load_assets_from_modules
 
 from rag_eval_pipeline.assets import (
+    comparison,
     dataset,
     e2e_tier,
     embedding_tier,
@@ -47,6 +48,7 @@ TIER_MODULES = [
     judge_tier,
     ux_tier,
     scorecard,
+    comparison,
 ]
 
 

@@ -38,28 +38,26 @@ _PREVIEW_CHARS = 200
 class ReplyParseError(ValueError):
     """A reply that does not contain what the judge was asked for; `raw` is the reply itself."""
 
-    def __init__(self, raw: str, reason: str) -> None:
+    def __init__(self, raw: str, reason: str = "the reply could not be parsed") -> None:
         preview = raw if len(raw) <= _PREVIEW_CHARS else raw[:_PREVIEW_CHARS] + "…"
         super().__init__(f"{reason}; reply was: {preview!r}")
         self.raw = raw
         self.reason = reason
 
 
-def _decode_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object that starts at some '{' in `text`, left to right, non-overlapping."""
+def _first_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object that starts at some '{' in `text`, if any."""
     decoder = json.JSONDecoder()
-    objects: list[dict[str, Any]] = []
     position = text.find("{")
     while position != -1:
         try:
-            value, end = decoder.raw_decode(text, position)
+            value, _ = decoder.raw_decode(text, position)
         except ValueError:
-            position = text.find("{", position + 1)
-            continue
+            value = None
         if isinstance(value, dict):
-            objects.append(value)
-        position = text.find("{", end)
-    return objects
+            return value
+        position = text.find("{", position + 1)
+    return None
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
@@ -71,13 +69,10 @@ def parse_json_object(text: str) -> dict[str, Any]:
         whole = None
     if isinstance(whole, dict):
         return whole
-    for block in _FENCE.findall(text):
-        found = _decode_objects(block)
-        if found:
-            return found[0]
-    found = _decode_objects(text)
-    if found:
-        return found[0]
+    for block in [*_FENCE.findall(text), text]:
+        found = _first_object(block)
+        if found is not None:
+            return found
     raise ReplyParseError(text, "no JSON object found in the reply")
 
 

@@ -1,0 +1,101 @@
+"""The `system_comparison` asset: A/B comparison of reference-RAG configurations per partition."""
+
+from pathlib import Path
+
+import pandas as pd
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+
+from rag_eval_pipeline.assets.dataset import as_dataset
+from rag_eval_pipeline.assets.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.assets.skipping import skipped
+from rag_eval_pipeline.evaluation.comparison import (
+    COMPARISON_COLUMNS,
+    VERDICTS,
+    load_plan,
+    run_comparison,
+)
+from rag_eval_pipeline.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.partitions import evaluation_partitions
+from rag_eval_pipeline.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.settings import PROJECT_ROOT
+
+HEADLINE_METRICS = (
+    "hit_rate@1",
+    "mrr",
+    "recall@5",
+    "ndcg@5",
+    "context_recall",
+    "faithfulness",
+    "e2e_score",
+    "semantic_similarity",
+)
+
+
+class ComparisonConfig(Config):
+    """The variants file: baseline, variants and metrics (relative paths: to the project)."""
+
+    variants_file: str = "config/variants.yaml"
+
+
+def variants_path(variants_file: str) -> Path:
+    """`variants_file` as given when absolute, else relative to the project root."""
+    path = Path(variants_file)
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
+    """`<variant>/<metric>/delta` → mean delta against the baseline, for the headline metrics."""
+    rows = comparison[comparison["metric"].isin(HEADLINE_METRICS)]
+    return {f"{r.variant}/{r.metric}/delta": float(r.delta) for r in rows.itertuples()}
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="comparison",
+    kinds={"pandas", "parquet"},
+    description=(
+        "A/B comparison of configurations of the reference RAG (retriever, top k, embedder; "
+        "`config/variants.yaml`) on the same questions: per metric, the mean delta against the "
+        "baseline with a paired bootstrap CI, a paired randomization p-value and a verdict "
+        "(better / worse / no significant difference)."
+    ),
+)
+def system_comparison(
+    context: AssetExecutionContext,
+    config: ComparisonConfig,
+    golden_dataset: dict[str, pd.DataFrame],
+    embedder: EmbedderResource,
+    generator_llm: LLMResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    path = variants_path(config.variants_file)
+    plan = load_plan(path)
+    if not dataset.has_corpus:
+        return skipped(
+            context,
+            "the reference RAG variants need corpus texts; this version has none",
+            pd.DataFrame(columns=COMPARISON_COLUMNS),
+        )
+    model = embedder.get()
+    generator, generator_client = generator_llm.generator(model)
+    judge, judge_client = judge_llm.judge(model)
+    comparison = run_comparison(plan, dataset, model, generator, judge)
+    counts = comparison["verdict"].value_counts()
+    context.add_output_metadata(
+        {
+            **headline_metadata(headline_deltas(comparison)),
+            **{
+                f"n_{verdict.replace(' ', '_')}": MetadataValue.int(int(counts.get(verdict, 0)))
+                for verdict in VERDICTS
+            },
+            "baseline": MetadataValue.text(plan.baseline),
+            "variants": MetadataValue.text(", ".join(v.name for v in plan.variants)),
+            "variants_file": MetadataValue.path(str(path)),
+            "n_questions": MetadataValue.int(len(dataset.queries)),
+            "comparison": MetadataValue.md(markdown_table(comparison, max_rows=400)),
+            **llm_usage_metadata("generator", generator.generator_model, generator_client),
+            **llm_usage_metadata("judge", judge.judge_model, judge_client),
+        }
+    )
+    return comparison

@@ -1,0 +1,284 @@
+"""A/B comparison of configurations of the reference RAG on the same questions.
+
+The variants file (`config/variants.yaml`) names the configurations, the baseline and the
+metrics:
+
+```yaml
+baseline: top3-dense
+variants:
+  top3-dense: {retriever: dense, top_k: 3}
+  top3-hybrid: {retriever: hybrid-rrf, top_k: 3}
+metrics: [hit_rate@1, mrr, faithfulness, e2e_score, semantic_similarity, total_latency_ms]
+alpha: 0.05          # optional
+```
+
+Every variant answers the same questions (`RagVariant`, `systems/variants.py`), then each answer
+is scored per question: retrieval metrics of its retrieved documents against the qrels (any
+name `evaluate_run` accepts), judge metrics (`JUDGE_CALLS`), reference scores (ROUGE, BLEU,
+semantic similarity) and the system's own latency and `error_rate` (1 for a failed question).
+Each variant is compared with the baseline per metric on the questions both have a score for
+(`compare_paired`: mean delta, paired bootstrap CI, paired randomization p-value). The verdict
+is `better` or `worse` when p < alpha and the (1 − alpha) CI of the delta excludes 0 — in the
+metric's good direction or not: latency and error rates are lower-is-better, as in the
+scorecard — and `no significant difference` otherwise (including when no pair is complete).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.generation import (
+    JUDGE_CALLS,
+    TEXT_SCORERS,
+    judge_answers,
+    reference_scores,
+)
+from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
+from rag_eval_pipeline.judging.judge import Judge
+from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.metrics.retrieval import evaluate_run
+from rag_eval_pipeline.metrics.stats import compare_paired
+from rag_eval_pipeline.systems.variants import RagVariant
+
+BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no significant difference"
+VERDICTS = (BETTER, WORSE, NO_DIFFERENCE)
+COMPARISON_COLUMNS = [
+    "variant",
+    "baseline",
+    "metric",
+    "n",
+    "mean_baseline",
+    "mean_variant",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "verdict",
+]
+JUDGE_METRICS = tuple(JUDGE_CALLS)
+REFERENCE_METRICS = (*TEXT_SCORERS, "semantic_similarity")
+SYSTEM_METRICS = ("total_latency_ms", "retrieval_latency_ms", "generation_latency_ms", "error_rate")
+NON_RETRIEVAL_METRICS = (*JUDGE_METRICS, *REFERENCE_METRICS, *SYSTEM_METRICS)
+PLAN_KEYS = ("baseline", "variants", "metrics", "alpha")
+# A one-query run and qrels: `evaluate_run` on them validates retrieval metric names.
+_PROBE_RUN = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
+_PROBE_QRELS = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]})
+
+
+def higher_is_better(metric: str) -> bool:
+    """The scorecard's rule: latency, error rates and disagreements are lower-is-better."""
+    return not any(marker in metric for marker in LOWER_IS_BETTER_MARKERS)
+
+
+@dataclass(frozen=True)
+class ComparisonPlan:
+    """The variants to run (baseline included), the metrics to compare, the significance level."""
+
+    baseline: str
+    variants: tuple[RagVariant, ...]
+    metrics: tuple[str, ...]
+    alpha: float = 0.05
+
+
+def load_plan(path: Path) -> ComparisonPlan:
+    """Read a variants file; every problem raises `ValueError` starting with the file's path."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: variants file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {error}") from error
+    try:
+        return parse_plan(raw)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from error
+
+
+def parse_plan(raw: Any) -> ComparisonPlan:
+    """Validate the parsed YAML of a variants file (see the module docstring)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"expected a mapping with keys {list(PLAN_KEYS)}")
+    unknown = sorted(set(raw) - set(PLAN_KEYS))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown}; allowed: {list(PLAN_KEYS)}")
+    specs = raw.get("variants")
+    if not isinstance(specs, Mapping) or len(specs) < 2:
+        raise ValueError("variants: expected a mapping of at least two named variants")
+    variants = tuple(RagVariant.from_mapping(str(name), spec) for name, spec in specs.items())
+    names = [variant.name for variant in variants]
+    baseline = raw.get("baseline")
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not among the variants {names}")
+    alpha = raw.get("alpha", 0.05)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
+    return ComparisonPlan(baseline, variants, _metrics(raw.get("metrics")), float(alpha))
+
+
+def _metrics(raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(m, str) for m in raw):
+        raise ValueError("metrics: expected a non-empty list of metric names")
+    repeated = sorted({m for m in raw if raw.count(m) > 1})
+    if repeated:
+        raise ValueError(f"metrics: listed more than once: {repeated}")
+    try:
+        evaluate_run(_PROBE_RUN, _PROBE_QRELS, retrieval_metrics(raw))
+    except ValueError as error:
+        raise ValueError(
+            f"metrics: {error}; other metrics: {list(NON_RETRIEVAL_METRICS)}"
+        ) from error
+    return tuple(raw)
+
+
+def retrieval_metrics(metrics: Sequence[str]) -> list[str]:
+    """The metrics scored by `evaluate_run` (every name that is not a judge, reference or
+    system metric)."""
+    return [m for m in metrics if m not in NON_RETRIEVAL_METRICS]
+
+
+def variant_answers(
+    variant: RagVariant, dataset: GoldenDataset, embedder: Embedder, generator: Generator
+) -> pd.DataFrame:
+    """The variant's answers to every question (`RAG_OUTPUT_COLUMNS` + `ground_truth_answer`)."""
+    if not dataset.has_corpus:
+        raise ValueError(f"dataset version {dataset.version!r} has no corpus to retrieve from")
+    outputs = variant.build(embedder, dataset.corpus, generator).answer(dataset.queries)
+    queries = dataset.queries
+    truths = (
+        queries[["query_id", "ground_truth_answer"]]
+        if "ground_truth_answer" in queries.columns
+        else queries[["query_id"]].assign(ground_truth_answer=None)
+    )
+    return outputs.merge(truths, on="query_id", how="left")
+
+
+def answers_run(answers: pd.DataFrame) -> pd.DataFrame:
+    """The retrieved documents of `answers` as a run: score = −rank (list order)."""
+    run = answers[["query_id", "retrieved_doc_ids"]].explode("retrieved_doc_ids")
+    run = run.dropna(subset=["retrieved_doc_ids"]).rename(columns={"retrieved_doc_ids": "doc_id"})
+    return run.assign(score=-(run.groupby("query_id").cumcount() + 1).astype(float))
+
+
+def score_answers(
+    answers: pd.DataFrame,
+    qrels: pd.DataFrame,
+    metrics: Sequence[str],
+    judge: Judge,
+    embedder: Embedder,
+) -> pd.DataFrame:
+    """Per-question scores of one system's answers: `query_id` and one column per metric.
+
+    A question a metric does not apply to (no relevant qrels, no ground truth) or whose
+    judgment failed has NaN there.
+    """
+    frames = [_system_scores(answers, metrics)]
+    retrieval = retrieval_metrics(metrics)
+    if retrieval:
+        frames.append(evaluate_run(answers_run(answers), qrels, retrieval))
+    judged = [m for m in metrics if m in JUDGE_METRICS]
+    judgments = [judge_answers(answers, judge, judged)] if judged else []
+    if any(m in REFERENCE_METRICS for m in metrics):
+        judgments.append(reference_scores(answers, embedder))
+    judgments = [j[j["metric"].isin(metrics)] for j in judgments if not j.empty]
+    if judgments:
+        long = pd.concat(judgments, ignore_index=True)
+        frames.append(long.pivot(index="query_id", columns="metric", values="score").reset_index())
+    scores = frames[0]
+    for frame in frames[1:]:
+        scores = scores.merge(frame, on="query_id", how="outer")
+    return scores.reindex(columns=["query_id", *metrics])
+
+
+def _system_scores(answers: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """The system's own per-question metrics: latencies and `error_rate` (1 = failed)."""
+    columns = {"query_id": answers["query_id"].to_numpy()}
+    for metric in metrics:
+        if metric == "error_rate":
+            columns[metric] = answers["error"].notna().to_numpy(dtype=float)
+        elif metric in SYSTEM_METRICS:
+            columns[metric] = answers[metric].to_numpy(dtype=float)
+    return pd.DataFrame(columns)
+
+
+def verdict(comparison: Mapping[str, float], metric: str, alpha: float) -> str:
+    """`better`/`worse` when p < alpha and the CI excludes 0, by the metric's direction."""
+    low, high, p_value = comparison["ci_low"], comparison["ci_high"], comparison["p_value"]
+    if not (p_value < alpha and (low > 0 or high < 0)):
+        return NO_DIFFERENCE
+    return BETTER if (low > 0) == higher_is_better(metric) else WORSE
+
+
+def compare_variants(
+    scores: Mapping[str, pd.DataFrame],
+    baseline: str,
+    metrics: Sequence[str],
+    *,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """One row per (variant, metric) for every variant but `baseline` (`COMPARISON_COLUMNS`).
+
+    `scores` maps a variant name to its per-question scores (`query_id` + metric columns);
+    pairs are matched on `query_id`, and only questions both systems were scored on count.
+    """
+    reference = scores[baseline].set_index("query_id")
+    rows = []
+    for variant, frame in scores.items():
+        if variant == baseline:
+            continue
+        challenger = frame.set_index("query_id")
+        for metric in metrics:
+            a, b = reference[metric].align(challenger[metric], join="inner")
+            result = compare_paired(
+                a.to_numpy(float), b.to_numpy(float), confidence=1 - alpha, seed=seed
+            )
+            rows.append(
+                {
+                    "variant": variant,
+                    "baseline": baseline,
+                    "metric": metric,
+                    "n": result["n"],
+                    "mean_baseline": result["mean_a"],
+                    "mean_variant": result["mean_b"],
+                    "delta": result["delta"],
+                    "ci_low": result["ci_low"],
+                    "ci_high": result["ci_high"],
+                    "p_value": result["p_value"],
+                    "verdict": verdict(result, metric, alpha),
+                }
+            )
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def run_comparison(
+    plan: ComparisonPlan,
+    dataset: GoldenDataset,
+    embedder: Embedder,
+    generator: Generator,
+    judge: Judge,
+) -> pd.DataFrame:
+    """Answer the dataset's questions with every variant, score them, compare with the baseline.
+
+    The generator, the judge and `embedder` (semantic similarity) are shared by all variants,
+    so they differ only in their retrieval configuration.
+    """
+    scores = {
+        variant.name: score_answers(
+            variant_answers(variant, dataset, embedder, generator),
+            dataset.qrels,
+            plan.metrics,
+            judge,
+            embedder,
+        )
+        for variant in plan.variants
+    }
+    return compare_variants(scores, plan.baseline, plan.metrics, alpha=plan.alpha)
