@@ -5,6 +5,8 @@ materialized, and has WARN severity: a failing check flags the partition in the 
 the regression sensor's alerts) without failing the run.
 """
 
+import warnings
+
 import pandas as pd
 from dagster import (
     AssetCheckExecutionContext,
@@ -13,6 +15,7 @@ from dagster import (
     AssetCheckSeverity,
     AssetKey,
     MetadataValue,
+    PreviewWarning,
     asset_check,
 )
 
@@ -24,6 +27,10 @@ from rag_eval_pipeline.partitions import DATASET_VERSION, DATE, evaluation_parti
 from rag_eval_pipeline.resources import BaselineResource, WarehouseResource
 
 MAX_JUDGE_ERROR_RATE = 0.05
+
+warnings.filterwarnings(
+    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning
+)
 
 
 @asset_check(

@@ -86,7 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         key = evaluation_partition_key(version, args.date)
         print(f"materializing {key} ...", flush=True)
         result = job.execute_in_process(
-            partition_key=key, instance=instance, asset_selection=selection, raise_on_error=False
+            partition_key=key,
+            instance=instance,
+            asset_selection=selection,
+            raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
         )
         print(f"  {'ok' if result.success else 'FAILED'}: run {result.run_id}")
         if not result.success:
@@ -189,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset-version", action="append", help="repeatable; default: all")
     run.add_argument("--date", type=_valid_date, default=_today(), help="default: today (UTC)")
     run.add_argument("--select", help="Dagster asset selection, e.g. 'retrieval_metrics+'")
+    run.add_argument("--log-level", default="WARNING", help="Dagster console log level")
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
     scorecard.add_argument("--dataset-version", action="append", help="default: all")
