@@ -5,9 +5,9 @@ thread and yields an `OpenAIServer` whose `base_url` ("http://127.0.0.1:PORT/v1"
 gets as `api_base` (with a model string such as "openai/test-judge").
 
 Every `POST /v1/chat/completions` is recorded (body, headers, arrival and finish times, the
-behaviour it got) and counted towards the maximum number of requests in flight at once. Each
-request first sleeps `latency_s`, then takes the next behaviour from the fault script (`"ok"` once
-the script is empty):
+behaviour it got) and counted towards the maximum number of requests in flight at once. On arrival
+a request takes the next behaviour from the fault script (`"ok"` once the script is empty), waits
+`latency_s`, then behaves accordingly:
 
 - ``"ok"``: 200 with the `responder`'s text as ``choices[0].message.content``;
 - ``"<status>"`` such as ``"429"``, ``"500"``, ``"400"``, ``"401"``: that status with an
@@ -15,6 +15,9 @@ the script is empty):
 - ``"hang"``: answers nothing for `hang_s` seconds (longer than any client timeout in the tests),
   then closes the connection;
 - ``"garbage"``: 200 with a body that is not JSON.
+
+Responses go out with TCP_NODELAY: with Nagle's algorithm the client's delayed ACK would add about
+40 ms to every response, which would swamp latency measurements.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 Responder = Callable[[dict[str, Any]], str]
 CHAT_PATH = "/v1/chat/completions"
+BEHAVIOURS = frozenset({"ok", "hang", "garbage"})
 
 
 def echo_last_user_message(request: dict[str, Any]) -> str:
@@ -48,7 +52,7 @@ def count_tokens(text: str) -> int:
 class RecordedRequest:
     """One request as the server saw it."""
 
-    body: dict[str, Any] | None
+    body: dict[str, Any]
     headers: dict[str, str]  # names lower-cased
     behaviour: str
     started_at: float
@@ -72,9 +76,10 @@ class OpenAIServer:
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
-        self._faults: deque[str] = deque(faults)
+        self._faults: deque[str] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self.script(*faults)
 
     @property
     def request_count(self) -> int:
@@ -84,6 +89,9 @@ class OpenAIServer:
 
     def script(self, *behaviours: str) -> None:
         """Append behaviours to the fault script; each is used by exactly one request."""
+        unknown = [b for b in behaviours if b not in BEHAVIOURS and not b.isdigit()]
+        if unknown:
+            raise ValueError(f"unknown behaviours {unknown}; use {sorted(BEHAVIOURS)} or a status")
         with self._lock:
             self._faults.extend(behaviours)
 
@@ -164,10 +172,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         state = self.server.state
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path.rstrip("/") != CHAT_PATH:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
         try:
             body = json.loads(raw)
         except ValueError:
-            body = None
+            self._send_json(400, {"error": {"message": "request body is not JSON"}})
+            return
         record = RecordedRequest(
             body=body,
             headers={name.lower(): value for name, value in self.headers.items()},
@@ -181,9 +193,6 @@ class _Handler(BaseHTTPRequestHandler):
             state._end(record)
 
     def _respond(self, state: OpenAIServer, record: RecordedRequest) -> None:
-        if self.path.rstrip("/") != CHAT_PATH or record.body is None:
-            self._send_json(404 if record.body is not None else 400, _error_body(400, ""))
-            return
         state._wait(state.latency_s)
         behaviour = record.behaviour
         if behaviour == "ok":
@@ -193,11 +202,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif behaviour == "garbage":
             self._send_bytes(200, b"<html>502 Bad Gateway</html>", "application/json")
-        elif behaviour.isdigit():
+        else:
             status = int(behaviour)
             self._send_json(status, _error_body(status, self.headers.get("Authorization", "")))
-        else:
-            raise ValueError(f"unknown scripted behaviour {behaviour!r}")
 
 
 class _Server(ThreadingHTTPServer):

@@ -106,3 +106,9 @@ def test_parse_error_message_quotes_a_bounded_preview_of_the_reply() -> None:
     message = str(raised.value)
     assert len(message) < 300 and message.endswith("…'")
     assert isinstance(raised.value, ValueError)
+
+
+def test_parse_error_can_be_raised_with_just_the_raw_reply() -> None:
+    error = ReplyParseError("garbled")
+    assert (error.raw, error.reason) == ("garbled", "the reply could not be parsed")
+    assert "garbled" in str(error)
