@@ -24,7 +24,7 @@ def test_second_encode_comes_from_cache(tmp_path: Path, embedder: Embedder) -> N
     vectors = first.encode(texts)
     assert (first.last_stats.embedded, first.last_stats.from_cache) == (2, 1)
     fresh_process_view = Embedder(cache_dir=tmp_path)
-    again = fresh_process_view.encode(texts + ["gamma"])
+    again = fresh_process_view.encode([*texts, "gamma"])
     assert (fresh_process_view.last_stats.embedded, fresh_process_view.last_stats.from_cache) == (
         1,
         3,
