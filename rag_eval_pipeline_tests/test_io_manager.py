@@ -4,15 +4,33 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from dagster import AssetKey, build_input_context, build_output_context
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    build_input_context,
+    build_output_context,
+    materialize,
+)
 from upath import UPath
 
+from rag_eval_pipeline.assets.dataset import golden_dataset
+from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
+from rag_eval_pipeline.assets.retrieval_tier import (
+    retrieval_metrics,
+    retrieval_quality,
+    retrieval_runs,
+)
+from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.io_managers import (
     MissingPartitionError,
     ParquetIOManager,
+    ParquetIOManagerResource,
     write_parquet_atomically,
     write_tables_atomically,
 )
+from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.resources import WarehouseResource
+from rag_eval_pipeline_tests.conftest import evaluation_resources
 
 
 def unserializable_frame() -> pd.DataFrame:
@@ -59,3 +77,36 @@ def test_missing_partition_has_a_clear_error(tmp_path: Path) -> None:
     manager = ParquetIOManager(base_path=UPath(tmp_path))
     with pytest.raises(MissingPartitionError, match="No stored data for 'golden_dataset'"):
         manager.load_input(build_input_context(asset_key=AssetKey("golden_dataset")))
+
+
+def test_pipeline_materializes_to_an_fsspec_memory_base(
+    dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
+) -> None:
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
+    base = "memory://rag-eval-warehouse"
+    resources = evaluation_resources(
+        tmp_path,
+        embedder,
+        io_manager=ParquetIOManagerResource(base_path=base),
+        warehouse=WarehouseResource(base_path=base),
+    )
+    selection = [
+        golden_dataset,
+        corpus_embeddings,
+        retrieval_runs,
+        retrieval_metrics,
+        retrieval_quality,
+    ]
+    result = materialize(
+        selection,
+        partition_key=evaluation_partition_key("scifact-test", "2026-11-21"),
+        instance=dagster_instance,
+        resources=resources,
+    )
+    assert result.success
+    stored = UPath(f"{base}/retrieval_quality/scifact-test/2026-11-21.parquet")
+    with stored.open("rb") as handle:
+        quality = pd.read_parquet(handle)
+    assert quality.set_index("metric").loc["mrr", "system"] == "reranked"
+    assert UPath(f"{base}/golden_dataset/scifact-test/2026-11-21/qrels.parquet").exists()
+    assert not (tmp_path / "warehouse").exists()
