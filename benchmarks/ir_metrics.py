@@ -9,15 +9,21 @@ some of them not retrieved), then times, on the same in-memory pandas tables:
 * ranx: building its nested dicts and ``Qrels``/``Run`` from the tables, plus evaluating
   (its numba JIT warm-up on a tiny input is timed separately).
 
-It checks our values against pytrec_eval's on a sample of queries and prints seconds and
-speed-up ratios. Usage: ``python benchmarks/ir_metrics.py [--queries N --depth D]``.
+It checks our values against pytrec_eval's on a sample of queries and prints wall-clock and
+CPU seconds (CPU time, summed over threads, is steadier on a shared machine) with their ratios
+to ours, and the peak memory numpy allocates inside ``evaluate_run``.
+Usage: ``python benchmarks/ir_metrics.py [--queries N --depth D]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+import tracemalloc
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -25,6 +31,8 @@ import pandas as pd
 import pyarrow as pa
 import pytrec_eval
 import ranx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a checkout, too
 
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
 
@@ -107,10 +115,25 @@ def nested_dict(frame: pd.DataFrame, value_column: str) -> dict[str, dict[str, A
     return nested
 
 
-def timed(function: Callable[[], Result]) -> tuple[float, Result]:
-    start = time.perf_counter()
+@dataclass(frozen=True)
+class Timing:
+    wall: float
+    cpu: float
+
+
+def timed(function: Callable[[], Result]) -> tuple[Timing, Result]:
+    wall_start, cpu_start = time.perf_counter(), time.process_time()
     result = function()
-    return time.perf_counter() - start, result
+    return Timing(time.perf_counter() - wall_start, time.process_time() - cpu_start), result
+
+
+def peak_traced_bytes(function: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 def run_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame) -> dict[str, dict[str, float]]:
@@ -152,24 +175,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     run, qrels = make_tables(args.queries, args.depth, args.judged, args.seed)
     print(f"run: {len(run):,} rows, {args.queries:,} queries; qrels: {len(qrels):,} rows")
 
-    ours_seconds, ours = timed(lambda: evaluate_run(run, qrels))
-    pytrec_seconds, pytrec_results = timed(lambda: run_pytrec_eval(run, qrels))
+    ours_time, ours = timed(lambda: evaluate_run(run, qrels))
+    pytrec_time, pytrec_results = timed(lambda: run_pytrec_eval(run, qrels))
     checked = assert_matches_pytrec_eval(ours, pytrec_results, args.sample, args.seed)
     print(f"ours == pytrec_eval (1e-9) on {checked:,} sampled queries x {len(PYTREC_NAMES)}")
     del pytrec_results
 
-    warmup_seconds, _ = timed(lambda: run_ranx(*make_tables(16, 10, 3, args.seed)))
-    ranx_seconds, _ = timed(lambda: run_ranx(run, qrels))
+    warmup_time, _ = timed(lambda: run_ranx(*make_tables(16, 10, 3, args.seed)))
+    ranx_time, _ = timed(lambda: run_ranx(run, qrels))
+    peak_bytes = peak_traced_bytes(lambda: evaluate_run(run, qrels))
 
-    print(f"\n{'implementation':<34}{'seconds':>10}{'vs ours':>10}")
+    header = f"{'implementation':<38}{'wall s':>9}{'ratio':>8}{'CPU s':>9}{'ratio':>8}"
+    print(f"\n{header}")
     rows = [
-        ("ours (evaluate_run)", ours_seconds),
-        ("pytrec_eval (dicts + evaluate)", pytrec_seconds),
-        ("ranx (dicts + Qrels/Run + evaluate)", ranx_seconds),
+        ("ours (evaluate_run)", ours_time),
+        ("pytrec_eval (dicts + evaluate)", pytrec_time),
+        ("ranx (dicts + Qrels/Run + evaluate)", ranx_time),
     ]
-    for label, seconds in rows:
-        print(f"{label:<34}{seconds:>10.2f}{seconds / ours_seconds:>9.1f}x")
-    print(f"{'ranx JIT warm-up (separate)':<34}{warmup_seconds:>10.2f}")
+    for label, timing in rows:
+        print(
+            f"{label:<38}{timing.wall:>9.2f}{timing.wall / ours_time.wall:>7.1f}x"
+            f"{timing.cpu:>9.2f}{timing.cpu / ours_time.cpu:>7.1f}x"
+        )
+    print(
+        f"{'ranx JIT warm-up (separate)':<38}{warmup_time.wall:>9.2f}{'':>8}{warmup_time.cpu:>9.2f}"
+    )
+    print(f"ours: peak numpy memory {peak_bytes / 2**20:,.0f} MiB (tracemalloc)")
 
 
 if __name__ == "__main__":

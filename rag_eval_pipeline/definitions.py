@@ -11,6 +11,7 @@ from rag_eval_pipeline.assets import (
     embedding_tier,
     generation_tier,
     judge_tier,
+    report,
     retrieval_tier,
     scorecard,
     ux_tier,
@@ -48,6 +49,7 @@ TIER_MODULES = [
     judge_tier,
     ux_tier,
     scorecard,
+    report,
     comparison,
 ]
 

@@ -55,3 +55,8 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
     }
     resources.update(overrides)
     return resources
+
+
+def report_config(tmp_path: Path) -> dict:
+    """Run config sending the HTML report under `tmp_path` instead of the project's data/."""
+    return {"ops": {"evaluation_report": {"config": {"reports_dir": str(tmp_path / "reports")}}}}

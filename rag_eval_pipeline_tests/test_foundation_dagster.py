@@ -23,7 +23,7 @@ from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_k
 from rag_eval_pipeline.resources import DatasetsResource
 from rag_eval_pipeline.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.sensors import dataset_version_sensor
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config
 
 
 def test_definitions_load() -> None:
@@ -44,6 +44,7 @@ def test_materialize_writes_documented_paths(
         partition_key=evaluation_partition_key("scifact-test", "2026-11-21"),
         instance=dagster_instance,
         resources=evaluation_resources(tmp_path, embedder),
+        run_config=report_config(tmp_path),
     )
     assert result.success
     golden = tmp_path / "warehouse" / "golden_dataset" / "scifact-test" / "2026-11-21"

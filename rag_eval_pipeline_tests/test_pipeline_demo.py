@@ -34,7 +34,7 @@ from rag_eval_pipeline.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.sensors import regression_alert_sensor
-from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.conftest import evaluation_resources, report_config
 from rag_eval_pipeline_tests.test_regression import Receiver
 
 VERSION, DAY1, DAY2 = "demo-v1", "2026-11-20", "2026-11-21"
@@ -71,6 +71,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterat
                 resources=evaluation_resources(
                     tmp, embedder, rag_system=RagSystemResource(skip_top=skip)
                 ),
+                run_config=report_config(tmp),
             )
             for day, skip in ((DAY1, 0), (DAY2, 2))
         ]

@@ -9,7 +9,7 @@ pipeline never re-parses input.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,14 +50,14 @@ class TableValidator:
     def __init__(self, frame: pd.DataFrame, file: str) -> None:
         self.frame = frame.reset_index(drop=True)
         self.file = file
-        self.lines: list[int] | None = frame.attrs.get("lines")
+        self.lines: Sequence[int] | None = frame.attrs.get("lines")
         self.issues: list[ValidationIssue] = []
 
     def report(self, mask: np.ndarray, column: str | None, message: str) -> None:
         """Add one issue per offending row (the first few), then a count of the rest."""
         rows = np.flatnonzero(mask)
         for position in rows[:MAX_ROWS_PER_ISSUE]:
-            line = self.lines[position] if self.lines else None
+            line = int(self.lines[position]) if self.lines is not None else None
             self.issues.append(ValidationIssue(self.file, message, int(position) + 1, column, line))
         if len(rows) > MAX_ROWS_PER_ISSUE:
             self.issues.append(
@@ -120,11 +120,10 @@ class TableValidator:
 
 
 def _coerce_id(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
-    text = values.map(
-        lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v).strip()
-    )
-    bad = ~missing & (text.fillna("").to_numpy() == "")
-    return text.astype(object), bad
+    """Ids as stripped strings (pandas' vectorized string dtype); blank ids are bad."""
+    text = values.astype("str").str.strip()
+    bad = ~missing & text.fillna("").eq("").to_numpy()
+    return text, bad
 
 
 def _coerce_text(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:

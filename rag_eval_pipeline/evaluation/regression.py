@@ -51,7 +51,8 @@ def detect_regressions(
     higher = merged["higher_is_better"].to_numpy(dtype=bool)
     threshold = merged["regression_threshold"].to_numpy(dtype=float)
     worsening = np.where(higher, base - value, value - base)
-    allowed = np.maximum(threshold * np.abs(base), merged["regression_min_change"].to_numpy(float))
+    floor = merged.get("regression_min_change", pd.Series(0.0, index=merged.index))
+    allowed = np.maximum(threshold * np.abs(base), floor.fillna(0.0).to_numpy(float))
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(
             base != 0, (value - base) / np.abs(base), np.sign(value - base) * np.inf

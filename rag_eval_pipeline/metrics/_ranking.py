@@ -16,9 +16,12 @@ Speed comes from touching each run row's strings as little as possible:
   float32 score key in the low 32 bits); after one plain sort of those keys, a relevant row's
   rank is the number of keys of its query sorting before its own, found by binary search. Only
   rows that share their (query, score) with others compare document ids, as strings.
-* Document ids are never hashed into a table (the slowest step at 10M rows). Each id gets a
-  64-bit fingerprint computed arithmetically from its UTF-8 bytes, read straight from the Arrow
-  string buffers. Equal ids always have equal fingerprints, so fingerprints can only produce
+* Query ids are looked up once per stretch of equal adjacent ids (a run lists each query's
+  documents together), found by an exact vectorized comparison with the previous row.
+* Document ids are never hashed into a table (the slowest step at 10M rows). Each (query,
+  doc id) pair gets a 64-bit fingerprint computed arithmetically from the query code and the
+  id's UTF-8 bytes, read 8 at a time straight from the Arrow string buffer, in cache-sized
+  blocks of rows. Equal pairs always have equal fingerprints, so fingerprints can only raise
   false alarms: duplicate detection and the run-to-qrels join use them to find candidates,
   then confirm every candidate by comparing the real strings. Results are therefore exact.
 """
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["Judgments", "RankedHits", "load_judgments", "rank_relevant_hits"]
 
@@ -43,8 +47,8 @@ _GOLDEN = np.uint64(0x9E37_79B9_7F4A_7C15)
 _WORD_BYTES = 8
 _LOW_BYTES_MASK = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [2**64 - 1], np.uint64)
 _BLOCK_ROWS = 1 << 14  # per-row work runs in blocks whose temporaries stay in cache
-_FILTER_BITS_PER_KEY = 64  # about 1 false positive per 64 tested keys
-_MAX_FILTER_BITS = 26  # an 8 MiB bitmap
+_FILTER_BITS_PER_KEY = 16  # about 1 false positive per 16 tested keys
+_MAX_FILTER_BITS = 23  # a 1 MiB bitmap, small enough to stay in cache
 _BYTE_BITS = np.uint64(3)
 _BIT_IN_BYTE = np.uint64(7)
 
@@ -84,16 +88,15 @@ class RankedHits:
 def load_judgments(qrels: pd.DataFrame) -> Judgments:
     """Validate ``qrels`` and keep the relevant judgments of queries that have any.
 
-    Raises ``ValueError`` for missing columns or ids, negative grades, and repeated
-    (query_id, doc_id) pairs.
+    Grades below 1 are not relevant; trec_eval reads a negative grade as "pooled but not
+    judged", which is equally not relevant. Raises ``ValueError`` for missing columns or ids
+    and for repeated (query_id, doc_id) pairs, which trec_eval rejects too.
     """
     _require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels")
     query_codes, query_ids = pd.factorize(_id_strings(qrels["query_id"]), sort=True)
     _require_present(query_codes, "qrels", "query_id")
     doc_id = _id_strings(qrels["doc_id"])
     grade = qrels["relevance"].to_numpy(dtype=np.int64)
-    if (grade < 0).any():
-        raise ValueError("qrels relevance must be ≥ 0 (trec_eval would use negative gains)")
     _raise_if_repeated(query_codes, doc_id, query_ids, "qrels")
 
     relevant = np.flatnonzero(grade >= 1)
@@ -115,7 +118,7 @@ def rank_relevant_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
     columns or ids, NaN scores and repeated (query_id, doc_id) pairs, which trec_eval rejects.
     """
     _require_columns(run, ("query_id", "doc_id", "score"), "run")
-    query = _codes_in(_id_strings(run["query_id"]), judgments.query_ids)
+    query = _query_codes(_id_strings(run["query_id"]), judgments.query_ids)
     doc_id = _id_strings(run["doc_id"])
     score = run["score"].to_numpy(dtype=np.float64)
     if np.isnan(score).any():
@@ -125,7 +128,7 @@ def rank_relevant_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
         query, score = query[evaluated], score[evaluated]
         doc_id = doc_id[evaluated].reset_index(drop=True)
 
-    judged_pairs = _pair_fingerprints(judgments.query, _fingerprints(judgments.doc_id, "qrels"))
+    judged_pairs = _pair_fingerprints(judgments.query, judgments.doc_id, "qrels")
     keys = _row_keys(query, score, doc_id, _KeyFilter(judged_pairs))
     _raise_if_pairs_repeat(keys.pair, query, doc_id, judgments.query_ids)
     rows, grade = _relevant_rows(keys, query, doc_id, judgments, judged_pairs)
@@ -152,11 +155,20 @@ def _id_strings(ids: pd.Series) -> pd.Series:
     return ids.astype(_ARROW_STRING)
 
 
-def _codes_in(values: pd.Series, vocabulary: pd.Index) -> np.ndarray:
-    """Position of each value in ``vocabulary``, -1 where absent; hashes each distinct once."""
-    codes, uniques = pd.factorize(values)
-    _require_present(codes, "run", "query_id")
-    return vocabulary.get_indexer(uniques)[codes]
+def _query_codes(query_id: pd.Series, vocabulary: pd.Index) -> np.ndarray:
+    """Position of each row's query id in ``vocabulary``, -1 where absent.
+
+    Runs list each query's rows together, so only the first id of every stretch of equal
+    adjacent ids (found by an exact Arrow comparison) is looked up.
+    """
+    if query_id.isna().any():
+        raise ValueError("run has missing values in 'query_id'")
+    ids = pa.array(query_id)
+    differs_from_previous = pc.not_equal(ids[1:], ids[:-1]).to_numpy(zero_copy_only=False)
+    stretch_start = np.flatnonzero(np.concatenate([[len(ids) > 0], differs_from_previous]))
+    stretch_length = np.diff(np.append(stretch_start, len(ids)))
+    stretch_code = vocabulary.get_indexer(query_id.iloc[stretch_start]).astype(np.int32)
+    return np.repeat(stretch_code, stretch_length)
 
 
 def _raise_if_repeated(
@@ -228,8 +240,8 @@ def _row_keys(
     pair = np.empty(len(query), np.uint64)
     order = np.empty(len(query), np.uint64)
     maybe_judged = np.empty(len(query), bool)
-    for rows, doc_fingerprint in _fingerprint_blocks(doc_id, "run"):
-        pair[rows] = _pair_fingerprints(query[rows], doc_fingerprint)
+    for rows, pair_fingerprint in _pair_fingerprint_blocks(query, doc_id, "run"):
+        pair[rows] = pair_fingerprint
         order[rows] = _order_keys(query[rows], score[rows])
         maybe_judged[rows] = judged.might_contain(pair[rows])
     return _RowKeys(pair=pair, order=order, maybe_judged=np.flatnonzero(maybe_judged))
@@ -237,26 +249,24 @@ def _row_keys(
 
 def _rows_with_keys(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """Indices (ascending) of the entries of ``keys`` found in the sorted array ``wanted``."""
-    return _exact_matches(keys, np.flatnonzero(_KeyFilter(wanted).might_contain(keys)), wanted)
-
-
-def _exact_matches(keys: np.ndarray, candidates: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The ``candidates`` (indices into ``keys``) whose key is in the sorted array ``wanted``."""
+    candidates = np.flatnonzero(_KeyFilter(wanted).might_contain(keys))
     position = np.minimum(np.searchsorted(wanted, keys[candidates]), len(wanted) - 1)
     return candidates[wanted[position] == keys[candidates]]
 
 
-def _fingerprints(ids: pd.Series, table: str) -> np.ndarray:
-    """A uint64 per id, computed from its UTF-8 bytes; equal ids get equal fingerprints."""
-    fingerprints = np.empty(len(ids), np.uint64)
-    for rows, block in _fingerprint_blocks(ids, table):
+def _pair_fingerprints(query: np.ndarray, doc_id: pd.Series, table: str) -> np.ndarray:
+    """A uint64 per (query code, doc id) pair; equal pairs get equal fingerprints."""
+    fingerprints = np.empty(len(query), np.uint64)
+    for rows, block in _pair_fingerprint_blocks(query, doc_id, table):
         fingerprints[rows] = block
     return fingerprints
 
 
-def _fingerprint_blocks(ids: pd.Series, table: str) -> Iterator[tuple[slice, np.ndarray]]:
-    """Fingerprints of ``ids`` block by block, each with the slice of rows it covers."""
-    array = pa.array(ids)
+def _pair_fingerprint_blocks(
+    query: np.ndarray, doc_id: pd.Series, table: str
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """Pair fingerprints block by block, each with the slice of rows it covers."""
+    array = pa.array(doc_id)
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
     chunk_start = 0
     for chunk in chunks:
@@ -265,8 +275,8 @@ def _fingerprint_blocks(ids: pd.Series, table: str) -> Iterator[tuple[slice, np.
         words_at, offsets = _string_buffers(chunk)
         for start in range(0, len(chunk), _BLOCK_ROWS):
             stop = min(start + _BLOCK_ROWS, len(chunk))
-            block = _block_fingerprints(words_at, offsets[start : stop + 1])
-            yield slice(chunk_start + start, chunk_start + stop), block
+            rows = slice(chunk_start + start, chunk_start + stop)
+            yield rows, _block_fingerprints(query[rows], words_at, offsets[start : stop + 1])
         chunk_start += len(chunk)
 
 
@@ -278,24 +288,29 @@ def _string_buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     data = (
         np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
     )
-    padded = np.zeros(len(data) + _WORD_BYTES, np.uint8)  # every 8-byte read stays in bounds
+    longest = int(np.diff(offsets).max(initial=0))
+    padded = np.zeros(len(data) + longest + _WORD_BYTES, np.uint8)  # no read leaves the array
     padded[: len(data)] = data
     words_at = np.ndarray((len(padded) - 7,), dtype="<u8", buffer=padded, strides=(1,))
     return words_at, offsets
 
 
-def _block_fingerprints(words_at: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Mix each string's length and its 8-byte words (bytes past its end zeroed) into 64 bits."""
+def _block_fingerprints(query: np.ndarray, words_at: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Mix each query code, doc id length and the id's 8-byte words into 64 bits.
+
+    Bytes past the end of a string are zeroed in its last word, and words wholly past its end
+    are not mixed in, so a fingerprint never depends on the other strings in the block.
+    """
     starts, lengths = offsets[:-1], np.diff(offsets)
-    fingerprint = lengths.astype(np.uint64) * _MIX_1
+    fingerprint = query.astype(np.uint64) * _GOLDEN + lengths.astype(np.uint64) * _MIX_1
     for word_start in range(0, int(lengths.max(initial=0)), _WORD_BYTES):
-        word = words_at[np.minimum(starts + word_start, len(words_at) - 1)]  # masked if past end
         remaining = lengths - word_start
+        word = words_at[starts + word_start]
         if remaining.min() < _WORD_BYTES:
             word &= _LOW_BYTES_MASK[np.clip(remaining, 0, _WORD_BYTES)]
-        fingerprint ^= word
-        fingerprint *= _MIX_2
-        fingerprint ^= fingerprint >> np.uint64(29)
+        mixed = (fingerprint ^ word) * _MIX_2
+        mixed ^= mixed >> np.uint64(29)
+        fingerprint = mixed if remaining.min() > 0 else np.where(remaining > 0, mixed, fingerprint)
     return _finalize(fingerprint)
 
 
@@ -309,11 +324,6 @@ def _finalize(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _pair_fingerprints(query: np.ndarray, doc_fingerprint: np.ndarray) -> np.ndarray:
-    """Fingerprint of (query code, doc id): equal pairs get equal values."""
-    return _finalize(doc_fingerprint + query.astype(np.uint64) * _GOLDEN)
-
-
 def _relevant_rows(
     keys: _RowKeys,
     query: np.ndarray,
@@ -321,23 +331,25 @@ def _relevant_rows(
     judgments: Judgments,
     judged_pairs: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run rows whose (query, doc) has a relevant judgment, and that judgment's grade.
+    """Run rows (ascending) whose (query, doc) has a relevant judgment, and its grade.
 
     Candidate rows are paired with every judgment sharing their pair fingerprint (normally
-    one or none), and a pair is kept only if query and doc id really match.
+    one or none), and a pair is kept only if query and doc id really match. Candidates are
+    searched in fingerprint order, which keeps the binary searches cache-friendly.
     """
     by_fingerprint = np.argsort(judged_pairs)
     sorted_judged = judged_pairs[by_fingerprint]
-    candidates = _rows_with_keys(keys.pair[keys.maybe_judged], sorted_judged)
-    candidate_pairs = keys.pair[keys.maybe_judged[candidates]]
+    candidates = keys.maybe_judged[np.argsort(keys.pair[keys.maybe_judged])]
+    candidate_pairs = keys.pair[candidates]
     first = np.searchsorted(sorted_judged, candidate_pairs, side="left")
     count = np.searchsorted(sorted_judged, candidate_pairs, side="right") - first
-    row = np.repeat(keys.maybe_judged[candidates], count)
+    row = np.repeat(candidates, count)
     judgment = by_fingerprint[np.repeat(first, count) + _position_in_group(count)]
     same_query = query[row] == judgments.query[judgment]
     same_doc = _equal_strings(doc_id.iloc[row], judgments.doc_id.iloc[judgment])
-    match = same_query & same_doc
-    return row[match], judgments.grade[judgment[match]]
+    match = np.flatnonzero(same_query & same_doc)
+    by_row = match[np.argsort(row[match])]
+    return row[by_row], judgments.grade[judgment[by_row]]
 
 
 def _position_in_group(group_sizes: np.ndarray) -> np.ndarray:

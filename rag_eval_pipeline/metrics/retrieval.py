@@ -8,9 +8,11 @@ equals what trec_eval 9.0.8 (as wrapped by ``pytrec_eval``) reports per query:
   ``float``); documents are ranked by score descending; equal float32 scores are ordered by
   document id descending in byte (``strcmp``) order, e.g. ``"9"`` ranks above ``"10"``. A
   ``rank`` column in the run is ignored. Ranks below are 1-based.
+* **Ids** are strings (non-string id columns are converted), compared exactly.
 * **Relevance**: a document is relevant when its qrels grade is ≥ 1. Grade 0 (judged
-  non-relevant) and unjudged documents count the same: not relevant, gain 0. ``R`` is the
-  number of relevant judgments of the query (trec_eval ``num_rel``), whether retrieved or not.
+  non-relevant), negative grades (trec_eval: pooled but unjudged) and unjudged documents count
+  the same: not relevant, gain 0. ``R`` is the number of relevant judgments of the query
+  (trec_eval ``num_rel``), whether retrieved or not.
 * ``hit_rate@k``: 1 if a relevant document is in the top k, else 0 (trec_eval ``success.k``).
 * ``mrr``: 1 / rank of the first relevant document, no cutoff; 0 if none was retrieved
   (trec_eval ``recip_rank``). ``mrr@k``: the same, but 0 when that rank is beyond k.
@@ -109,8 +111,9 @@ def evaluate_run(
         run: Columns ``query_id`` (str), ``doc_id`` (str) and ``score`` (float); any other
             column (``rank``, ``system``, ...) is ignored. Documents are ranked by float32
             score descending, ties broken by ``doc_id`` descending in byte order.
-        qrels: Columns ``query_id``, ``doc_id`` and ``relevance`` (int grade ≥ 0; grades ≥ 1
-            are relevant and are the linear NDCG gain, 0 means judged non-relevant).
+        qrels: Columns ``query_id``, ``doc_id`` and ``relevance`` (int grade, normally 0-3;
+            grades ≥ 1 are relevant and are the linear NDCG gain, 0 means judged
+            non-relevant).
         metrics: Metric names, each ``hit_rate@k``, ``mrr``, ``mrr@k``, ``recall@k``,
             ``precision@k``, ``ndcg@k``, ``ndcg_exp@k``, ``map`` or ``r_precision`` for any
             integer k ≥ 1. The module docstring defines each, with its trec_eval measure.
@@ -125,8 +128,8 @@ def evaluate_run(
 
     Raises:
         ValueError: An unknown, malformed or repeated metric name (named in the message);
-            missing columns or ids; NaN scores; negative grades; or a (query_id, doc_id) pair
-            listed twice in the run or in the qrels (trec_eval rejects both).
+            missing columns or ids; NaN scores; or a (query_id, doc_id) pair listed twice in
+            the run or in the qrels (trec_eval ``form_res_rels.c`` rejects both).
     """
     requested = _parse_metrics([metrics] if isinstance(metrics, str) else list(metrics))
     judgments = load_judgments(qrels)
@@ -140,10 +143,11 @@ def evaluate_run(
             grade=judgments.grade,
         ),
     )
-    columns: dict[str, np.ndarray] = {"query_id": np.asarray(judgments.query_ids, dtype=object)}
-    for metric in requested:
-        columns[metric.name] = metric.compute(evidence, metric.cutoff).astype(np.float64)
-    return pd.DataFrame(columns).astype({"query_id": "str"})
+    values = {
+        metric.name: metric.compute(evidence, metric.cutoff).astype(np.float64)
+        for metric in requested
+    }
+    return pd.DataFrame({"query_id": pd.array(judgments.query_ids, dtype="str"), **values})
 
 
 def _parse_metrics(names: list[str]) -> list[_Metric]:

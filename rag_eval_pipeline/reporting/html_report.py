@@ -1,0 +1,833 @@
+"""A self-contained HTML report of one evaluation partition (dataset version × date).
+
+The page has inline CSS and inline SVG charts only (no script, no external resource), so it can
+be mailed, attached to a ticket or opened from disk. It shows:
+
+- a header: dataset version, date, baseline, generation time, the models that produced the
+  scores (read from the scorecard's embedder, judge and generator systems) and dataset sizes;
+- a summary of the partition's scorecard (thresholded and headline metrics, coloured bands,
+  change against the baseline), and the full scorecard in a collapsed section;
+- the regressions of the partition against its baseline;
+- trend charts of the headline metrics over the version's stored dates up to the partition's
+  date, one line per system, 95% CI band, regressions (alert history and this partition's)
+  marked in red with a tooltip;
+- the latest value of each headline metric for every version evaluated on or before the date.
+
+`collect_report_data` reads the inputs from a `WarehouseStore`; everything else is a pure
+function of DataFrames. Every string from the data is escaped with `html.escape`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date as Day
+from datetime import datetime
+
+import pandas as pd
+
+from rag_eval_pipeline.evaluation.alerts import regressions_for
+from rag_eval_pipeline.evaluation.regression import KEY
+from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.store import SCORECARD_ASSET, Baseline, WarehouseStore
+
+DATASET_TIER = "dataset"
+# The tiers whose system is a model name (see the tier assets), shown in the header.
+MODEL_TIERS = {
+    "Embedder": "tier0_embedding",
+    "Judge": "judge_reliability",
+    "Generator": "tier2_generation",
+}
+DATASET_STATS = {
+    "n_queries": "questions",
+    "n_corpus": "documents",
+    "n_qrels": "qrels",
+    "n_sessions": "sessions",
+    "n_logs": "logged interactions",
+    "n_judge_labels": "judge labels",
+}
+BANDS = (EXCELLENT, GOOD, NEEDS_ATTENTION)
+# Series colours (colour-blind-friendly Tableau hues without red, which marks regressions).
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#b07aa1",
+    "#76b7b2",
+    "#9c755f",
+    "#b6992d",
+    "#1f3b73",
+    "#17becf",
+    "#7f7f7f",
+)
+REGRESSION_COLOR = "#d62728"
+# Regressions listed before the rest is collapsed.
+MAX_REGRESSION_ROWS = 12
+# Above this many dates a trend line has no per-point markers (regressions are always marked).
+MAX_POINT_MARKERS = 60
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything the report shows for one partition.
+
+    `history` holds the headline-metric rows of every stored scorecard of `version` up to
+    `date` (this partition's included); `alerts` the version's recorded regression alerts;
+    `cross_version` the headline rows of the latest scorecard on or before `date` of every
+    version (with their `dataset_version` and `date`).
+    """
+
+    version: str
+    date: str
+    scorecard: pd.DataFrame
+    baseline: Baseline | None
+    regressions: pd.DataFrame
+    history: pd.DataFrame
+    alerts: pd.DataFrame
+    cross_version: pd.DataFrame
+    headline_metrics: Sequence[str]
+    generated_at: datetime
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of a trend chart: values (and CI bounds, NaN when absent) by ISO date."""
+
+    label: str
+    color: str
+    dates: Sequence[str]
+    values: Sequence[float]
+    ci_low: Sequence[float]
+    ci_high: Sequence[float]
+    regressions: Mapping[str, str] = field(default_factory=dict)  # date → tooltip
+
+
+def esc(value: object) -> str:
+    """`value` as text safe in HTML and XML content and quoted attributes."""
+    return html.escape(str(value), quote=True)
+
+
+def format_value(value: object) -> str:
+    """A metric value for display: thousands grouped, precision by magnitude, `—` if missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    number = float(value)  # type: ignore[arg-type]
+    if number.is_integer() and abs(number) >= 10:
+        return f"{number:,.0f}"
+    if abs(number) >= 100:
+        return f"{number:,.1f}"
+    return f"{number:.2f}" if abs(number) >= 10 else f"{number:.3f}"
+
+
+def format_count(value: object) -> str:
+    """A count with thousands grouped, `—` if missing."""
+    number = float(value)  # type: ignore[arg-type]
+    return "—" if math.isnan(number) else f"{number:,.0f}"
+
+
+def format_change(relative: float) -> str:
+    """A relative change as a signed percentage (`+4.2%`, `−12.0%`)."""
+    if not math.isfinite(relative):
+        return "new" if math.isnan(relative) else ("+∞" if relative > 0 else "−∞")
+    return f"{relative * 100:+.1f}%".replace("-", "−")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def stored_versions(store: WarehouseStore) -> list[str]:
+    """Dataset versions with at least one stored scorecard folder, sorted."""
+    root = store.base / SCORECARD_ASSET
+    if not root.exists():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def collect_report_data(
+    store: WarehouseStore,
+    version: str,
+    date: str,
+    scorecard: pd.DataFrame,
+    baseline: Baseline | None,
+    headline_metrics: Sequence[str],
+    generated_at: datetime,
+) -> ReportData:
+    """Read what the report of (`version`, `date`) needs; `scorecard` is that partition's."""
+    current = scorecard.assign(dataset_version=version, date=date)
+    headline = list(headline_metrics)
+
+    def headline_rows(frame: pd.DataFrame, frame_version: str, frame_date: str) -> pd.DataFrame:
+        rows = frame[frame["metric"].isin(headline)]
+        return rows.assign(dataset_version=frame_version, date=frame_date)
+
+    earlier = [
+        (day, store.read_scorecard(version, day))
+        for day in store.scorecard_dates(version)
+        if day < date
+    ]
+    history = [headline_rows(card, version, day) for day, card in earlier if card is not None]
+    latest = []
+    for other in stored_versions(store):
+        if other == version:
+            continue
+        dates = [day for day in store.scorecard_dates(other) if day <= date]
+        card = store.read_scorecard(other, dates[-1]) if dates else None
+        if card is not None:
+            latest.append(headline_rows(card, other, dates[-1]))
+    this = headline_rows(current, version, date)
+    return ReportData(
+        version=version,
+        date=date,
+        scorecard=current,
+        baseline=baseline,
+        regressions=regressions_for(current, baseline),
+        history=pd.concat([*history, this], ignore_index=True),
+        alerts=store.read_alerts(version),
+        cross_version=pd.concat([*latest, this], ignore_index=True),
+        headline_metrics=headline,
+        generated_at=generated_at,
+    )
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round axis ticks (steps of 1, 2, 2.5 or 5 × 10^k) covering [`low`, `high`]."""
+    if high - low < 1e-12:
+        pad = abs(low) * 0.1 or 0.5
+        low, high = low - pad, high + pad
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw * (1 - 1e-9))
+    start = math.floor(low / step + 1e-9) * step
+    stop = math.ceil(high / step - 1e-9) * step
+    return [round(start + i * step, 12) + 0.0 for i in range(round((stop - start) / step) + 1)]
+
+
+def _tick_label(value: float, step: float) -> str:
+    decimals = next(d for d in range(10) if abs(round(step, d) - step) < 1e-9 * step)
+    return f"{value:,.{decimals}f}"
+
+
+def _date_ticks(dates: Sequence[str], x_of: Callable[[str], float], gap: float = 84) -> list[str]:
+    """Dates to label, at least `gap` px apart: the latest one always, then back in time."""
+    chosen: list[str] = []
+    for day in reversed(dates):
+        if not chosen or x_of(chosen[-1]) - x_of(day) >= gap:
+            chosen.append(day)
+    return chosen[::-1]
+
+
+def _points(pairs: Iterable[tuple[float, float]]) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in pairs)
+
+
+def _runs(mask: Sequence[bool]) -> list[list[int]]:
+    """Indices of the maximal runs of True in `mask`."""
+    runs: list[list[int]] = []
+    for i, ok in enumerate(mask):
+        if ok and runs and runs[-1][-1] == i - 1:
+            runs[-1].append(i)
+        elif ok:
+            runs.append([i])
+    return runs
+
+
+def line_chart_svg(
+    title: str, series: Sequence[Series], *, width: int = 640, plot_height: int = 210
+) -> str:
+    """An SVG line chart of `series` over dates: axes, ticks, grid, CI bands, legend.
+
+    Each series is one `<polyline class="series" data-series=...>` per run of known values;
+    a regression is a red `<g class="regression">` with a `<title>` tooltip at its point.
+    """
+    left, right, top = 58, 24, 14
+    plot_width = width - left - right
+    all_dates = sorted({d for s in series for d in s.dates})
+    ordinals = {d: Day.fromisoformat(d).toordinal() for d in all_dates}
+    first, last = (ordinals[all_dates[0]], ordinals[all_dates[-1]]) if all_dates else (0, 0)
+    inner = 14  # keeps the first, last, lowest and highest points off the axes
+
+    def x_of(day: str) -> float:
+        if last == first:
+            return left + plot_width / 2
+        return left + inner + (ordinals[day] - first) / (last - first) * (plot_width - 2 * inner)
+
+    finite = [
+        v
+        for s in series
+        for v in (*s.values, *s.ci_low, *s.ci_high)
+        if v is not None and math.isfinite(v)
+    ]
+    ticks = nice_ticks(min(finite), max(finite)) if finite else [0.0, 0.5, 1.0]
+    low, high = ticks[0], ticks[-1]
+
+    def y_of(value: float) -> float:
+        return top + inner / 2 + (high - value) / (high - low) * (plot_height - inner)
+
+    bottom = top + plot_height
+    legend_items = [(s.label, s.color, "line") for s in series]
+    if any(math.isfinite(v) for s in series for v in s.ci_low):
+        legend_items.append(("95% CI", "#8a94a6", "band"))
+    if any(s.regressions for s in series):
+        legend_items.append(("regression", REGRESSION_COLOR, "dot"))
+    legend, legend_height = _legend(legend_items, left, bottom + 34, width - right)
+    height = bottom + 34 + legend_height + 6
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="{esc(title)}">',
+        f"<title>{esc(title)}</title>",
+    ]
+    step = ticks[1] - ticks[0]
+    for tick in ticks:
+        y = y_of(tick)
+        parts.append(
+            f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{y:.1f}" y2="{y:.1f}"/>'
+            f'<text class="tick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{_tick_label(tick, step)}</text>"
+        )
+    for day in _date_ticks(all_dates, x_of):
+        x = x_of(day)
+        parts.append(
+            f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{bottom}" y2="{bottom + 5}"/>'
+            f'<text class="tick" x="{x:.1f}" y="{bottom + 19}" text-anchor="middle">'
+            f"{esc(day)}</text>"
+        )
+    parts.append(
+        f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{bottom}"/>'
+        f'<line class="axis" x1="{left}" x2="{left + plot_width}" y1="{bottom}" y2="{bottom}"/>'
+    )
+    for s in series:
+        parts.extend(_series_svg(s, x_of, y_of, markers=len(all_dates) <= MAX_POINT_MARKERS))
+    parts.extend(legend)
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _series_svg(
+    s: Series, x_of: Callable[[str], float], y_of: Callable[[float], float], *, markers: bool
+) -> list[str]:
+    """The CI band, line(s), point markers and regression marks of one series."""
+    label = esc(s.label)
+    has_ci = [
+        math.isfinite(lo) and math.isfinite(hi) for lo, hi in zip(s.ci_low, s.ci_high, strict=True)
+    ]
+    parts = []
+    for run in _runs(has_ci):
+        xs = [x_of(s.dates[i]) for i in run]
+        if len(run) == 1:  # a lone CI is an error bar
+            parts.append(
+                f'<line class="ci" data-series="{label}" x1="{xs[0]:.1f}" x2="{xs[0]:.1f}" '
+                f'y1="{y_of(s.ci_low[run[0]]):.1f}" y2="{y_of(s.ci_high[run[0]]):.1f}" '
+                f'stroke="{s.color}"/>'
+            )
+            continue
+        upper = [(x, y_of(s.ci_high[i])) for x, i in zip(xs, run, strict=True)]
+        lower = [(x, y_of(s.ci_low[i])) for x, i in zip(xs, run, strict=True)]
+        parts.append(
+            f'<polygon class="ci" data-series="{label}" fill="{s.color}" '
+            f'points="{_points([*upper, *reversed(lower)])}"/>'
+        )
+    known = [math.isfinite(v) for v in s.values]
+    for run in _runs(known):
+        points = _points((x_of(s.dates[i]), y_of(s.values[i])) for i in run)
+        parts.append(
+            f'<polyline class="series" data-series="{label}" stroke="{s.color}" points="{points}"/>'
+        )
+    for i, day in enumerate(s.dates):
+        if not known[i]:
+            continue
+        x, y = x_of(day), y_of(s.values[i])
+        ci = f" (95% CI {format_value(s.ci_low[i])}–{format_value(s.ci_high[i])})"
+        tip = f"{s.label} · {day}: {format_value(s.values[i])}{ci if has_ci[i] else ''}"
+        if day in s.regressions:
+            parts.append(
+                f'<g class="regression" data-series="{label}" data-date="{esc(day)}">'
+                f"<title>{esc(s.regressions[day])}</title>"
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7" fill="none" '
+                f'stroke="{REGRESSION_COLOR}" stroke-width="2"/>'
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{REGRESSION_COLOR}"/></g>'
+            )
+        elif markers:
+            parts.append(
+                f'<circle class="point" data-series="{label}" data-date="{esc(day)}" '
+                f'cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{s.color}"><title>{esc(tip)}</title>'
+                "</circle>"
+            )
+    return parts
+
+
+def _legend(
+    items: Sequence[tuple[str, str, str]], left: int, top: int, right: int
+) -> tuple[list[str], int]:
+    """Legend entries laid out in wrapping rows; returns the SVG parts and the height used."""
+    parts, x, y = ['<g class="legend">'], float(left), float(top)
+    for label, color, kind in items:
+        item_width = 26 + 7.2 * len(label) + 18
+        if x > left and x + item_width > right:
+            x, y = float(left), y + 18
+        if kind == "line":
+            swatch = (
+                f'<line x1="{x:.1f}" x2="{x + 18:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+                f'stroke="{color}" stroke-width="2.5"/>'
+            )
+        elif kind == "band":
+            swatch = (
+                f'<rect x="{x:.1f}" y="{y - 5:.1f}" width="18" height="10" fill="{color}" '
+                'fill-opacity="0.25"/>'
+            )
+        else:
+            swatch = f'<circle cx="{x + 9:.1f}" cy="{y:.1f}" r="4" fill="{color}"/>'
+        parts.append(f'{swatch}<text x="{x + 24:.1f}" y="{y + 4:.1f}">{esc(label)}</text>')
+        x += item_width
+    parts.append("</g>")
+    return parts, int(y - top) + 18
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _band_pill(value: object) -> str:
+    if not isinstance(value, str) or value not in BANDS:
+        return '<span class="muted">—</span>'
+    return f'<span class="band band-{value.replace(" ", "-")}">{esc(value)}</span>'
+
+
+def _direction(higher_is_better: object) -> str:
+    if bool(higher_is_better):
+        return ""
+    return ' <span class="hint" title="lower is better">↓</span>'
+
+
+def _ci(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return '<span class="muted">—</span>'
+    return f"{format_value(low)} – {format_value(high)}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[str], numeric: set[int], css: str = "") -> str:
+    head = "".join(
+        f'<th class="num">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    return (
+        f'<div class="table-wrap"><table class="{css}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def with_baseline_change(scorecard: pd.DataFrame, baseline: Baseline | None) -> pd.DataFrame:
+    """`scorecard` plus `baseline_value` and `relative_change` (NaN without a baseline row)."""
+    if baseline is None:
+        return scorecard.assign(baseline_value=math.nan, relative_change=math.nan)
+    base = baseline.scorecard[[*KEY, "value"]].rename(columns={"value": "baseline_value"})
+    merged = scorecard.merge(base, on=KEY, how="left")
+    base_abs = merged["baseline_value"].abs()
+    change = (merged["value"] - merged["baseline_value"]) / base_abs.where(base_abs > 0)
+    return merged.assign(relative_change=change)
+
+
+def _change_cell(relative: float, higher_is_better: bool, regressed: bool) -> str:
+    if math.isnan(relative):
+        return '<td class="num muted">—</td>'
+    worse = relative < 0 if higher_is_better else relative > 0
+    css = "flat" if abs(relative) < 0.005 else ("worse" if worse else "better")
+    css = "regressed" if regressed else css
+    return f'<td class="num delta delta-{css}">{format_change(relative)}</td>'
+
+
+def scorecard_summary_html(
+    scorecard: pd.DataFrame,
+    baseline: Baseline | None,
+    regressions: pd.DataFrame,
+    headline_metrics: Sequence[str],
+) -> str:
+    """Thresholded and headline metrics of the partition, grouped by tier, bands coloured."""
+    rows = scorecard[
+        (scorecard["tier"] != DATASET_TIER)
+        & (scorecard["band"].isin(BANDS) | scorecard["metric"].isin(headline_metrics))
+    ]
+    if rows.empty:
+        return '<p class="empty">No thresholded or headline metric in this scorecard.</p>'
+    regressed = set(regressions[KEY].itertuples(index=False, name=None))
+    body = []
+    for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
+        body.append(f'<tr class="group"><th colspan="7">{esc(tier)}</th></tr>')
+        for r in group.itertuples():
+            is_regressed = (r.tier, r.system, r.metric) in regressed
+            body.append(
+                f'<tr class="{"row-regressed" if is_regressed else ""}">'
+                f"<td>{esc(r.system)}</td>"
+                f"<td><code>{esc(r.metric)}</code>{_direction(r.higher_is_better)}</td>"
+                f'<td class="num strong">{format_value(r.value)}</td>'
+                f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
+                f'<td class="num">{format_count(r.count)}</td>'
+                f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed)}"
+                f"<td>{_band_pill(r.band)}</td></tr>"
+            )
+    headers = ["System", "Metric", "Value", "95% CI", "n", "Δ vs baseline", "Band"]
+    return _table(headers, body, {2, 3, 4, 5}, "scorecard")
+
+
+def full_scorecard_html(scorecard: pd.DataFrame) -> str:
+    """Every row of the scorecard, dataset statistics included."""
+    body = [
+        f"<tr><td>{esc(r.tier)}</td><td>{esc(r.system)}</td><td><code>{esc(r.metric)}</code>"
+        f"{_direction(r.higher_is_better)}</td>"
+        f'<td class="num">{format_value(r.value)}</td><td class="num">{format_value(r.std)}</td>'
+        f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
+        f'<td class="num">{format_count(r.count)}</td>'
+        f'<td class="num">{format_count(r.n_errors)}</td><td>{_band_pill(r.band)}</td></tr>'
+        for r in scorecard.itertuples()
+    ]
+    headers = ["Tier", "System", "Metric", "Value", "Std", "95% CI", "n", "Errors", "Band"]
+    return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
+
+
+def regressions_html(
+    regressions: pd.DataFrame, baseline: Baseline | None, headline_metrics: Sequence[str]
+) -> str:
+    """The partition's regressions against its baseline: headline metrics first, then the
+    largest relative change; beyond `MAX_REGRESSION_ROWS` rows the rest is collapsed."""
+    if baseline is None:
+        return (
+            '<p class="empty">No baseline yet: this is the first stored evaluation of this '
+            "dataset version, so there is nothing to compare with.</p>"
+        )
+    if regressions.empty:
+        return (
+            f'<p class="ok">No regression against {esc(baseline.version)} {esc(baseline.date)}.</p>'
+        )
+    headline = regressions["metric"].isin(headline_metrics)
+    ordered = regressions.assign(
+        other=~headline, severity=-regressions["relative_change"].abs()
+    ).sort_values(["other", "severity"])
+    body = [
+        f"<tr><td>{esc(r.tier)}</td><td>{esc(r.system)}</td><td><code>{esc(r.metric)}</code>"
+        f"{_direction(r.higher_is_better)}</td>"
+        f'<td class="num">{format_value(r.baseline_value)}</td>'
+        f'<td class="num strong">{format_value(r.value)}</td>'
+        f'<td class="num delta delta-regressed">{format_change(r.relative_change)}</td>'
+        f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
+        f'<td class="num">{r.threshold:.0%}</td></tr>'
+        for r in ordered.itertuples()
+    ]
+    headers = ["Tier", "System", "Metric", "Baseline", "Now", "Change", "95% CI now", "Tolerance"]
+    numeric = {3, 4, 5, 6, 7}
+    lead = (
+        f'<p class="lead">{len(regressions)} metric(s) regressed, {int(headline.sum())} of them '
+        "headline metrics.</p>"
+    )
+    shown = _table(headers, body[:MAX_REGRESSION_ROWS], numeric, "regressions")
+    if len(body) <= MAX_REGRESSION_ROWS:
+        return lead + shown
+    rest = _table(headers, body[MAX_REGRESSION_ROWS:], numeric, "regressions")
+    return (
+        f'{lead}{shown}<details class="more"><summary>{len(body) - MAX_REGRESSION_ROWS} more '
+        f"regression(s)</summary>{rest}</details>"
+    )
+
+
+def cross_version_html(
+    cross_version: pd.DataFrame, current_version: str, headline_metrics: Sequence[str]
+) -> str:
+    """Headline metric × system rows, one column per version (its latest date on or before)."""
+    if cross_version.empty:
+        return '<p class="empty">No headline metric stored for any version.</p>'
+    versions = (
+        cross_version[["dataset_version", "date"]].drop_duplicates().sort_values("dataset_version")
+    )
+    order = {metric: i for i, metric in enumerate(headline_metrics)}
+    keys = (
+        cross_version[["metric", "tier", "system"]]
+        .drop_duplicates()
+        .assign(position=lambda f: f["metric"].map(order))
+        .sort_values(["position", "tier", "system"])
+    )
+    cells = cross_version.set_index(["metric", "tier", "system", "dataset_version"])
+    head = "<th>Metric</th><th>System</th>" + "".join(
+        f'<th class="num{" current" if v == current_version else ""}">{esc(v)}'
+        f'<span class="sub">{esc(d)}</span></th>'
+        for v, d in versions.itertuples(index=False)
+    )
+    body = []
+    previous = None
+    for metric, tier, system in keys[["metric", "tier", "system"]].itertuples(index=False):
+        first = metric != previous
+        previous = metric
+        name = f"<code>{esc(metric)}</code>" if first else ""
+        row = [f"<td>{name}</td><td>{esc(system)}</td>"]
+        for version in versions["dataset_version"]:
+            current = " current" if version == current_version else ""
+            key = (metric, tier, system, version)
+            if key not in cells.index:
+                row.append(f'<td class="num muted{current}">—</td>')
+                continue
+            found = cells.loc[[key]].iloc[0]
+            band = found["band"] if isinstance(found["band"], str) else ""
+            css = f" cell-{band.replace(' ', '-')}" if band in BANDS else ""
+            row.append(f'<td class="num{css}{current}">{format_value(found["value"])}</td>')
+        body.append(f'<tr class="{"metric-start" if first else ""}">{"".join(row)}</tr>')
+    return (
+        '<div class="table-wrap"><table class="cross"><thead><tr>'
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+# --------------------------------------------------------------------------- page
+
+
+def models_used(scorecard: pd.DataFrame) -> dict[str, list[str]]:
+    """Role (`Embedder`, `Judge`, `Generator`) → the model names the scorecard was made with."""
+    return {
+        role: sorted(set(scorecard.loc[scorecard["tier"] == tier, "system"].astype(str)))
+        for role, tier in MODEL_TIERS.items()
+    }
+
+
+def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
+    """(date, tier, system, metric) → tooltip, for recorded alerts and this partition's."""
+    frames = [f for f in (data.alerts, data.regressions) if not f.empty]
+    if not frames:
+        return {}
+    marks = pd.concat(frames, ignore_index=True).drop_duplicates("alert_key", keep="last")
+    return {
+        (r.date, r.tier, r.system, r.metric): (
+            f"Regression on {r.date}: {r.system} {r.metric} = {format_value(r.value)}, "
+            f"{format_change(r.relative_change)} vs {format_value(r.baseline_value)} on "
+            f"{r.baseline_version} {r.baseline_date} (tolerance {r.threshold:.0%})"
+        )
+        for r in marks.itertuples()
+    }
+
+
+def trend_series(
+    history: pd.DataFrame,
+    metric: str,
+    colors: Mapping[str, str],
+    marks: Mapping[tuple[str, str, str, str], str],
+) -> list[Series]:
+    """One series per (tier, system) of `metric`; labelled by system (tier too if ambiguous)."""
+    rows = history[history["metric"] == metric].sort_values("date")
+    ambiguous = rows.groupby("system")["tier"].nunique() > 1
+    series = []
+    for (tier, system), group in rows.groupby(["tier", "system"], sort=True):
+        label = f"{system} ({tier})" if ambiguous[system] else str(system)
+        series.append(
+            Series(
+                label=label,
+                color=colors.get(str(system), PALETTE[0]),
+                dates=list(group["date"]),
+                values=group["value"].astype(float).tolist(),
+                ci_low=group["ci_low"].astype(float).tolist(),
+                ci_high=group["ci_high"].astype(float).tolist(),
+                regressions={
+                    day: marks[(day, tier, system, metric)]
+                    for day in group["date"]
+                    if (day, tier, system, metric) in marks
+                },
+            )
+        )
+    return series
+
+
+def trends_html(data: ReportData) -> str:
+    """A chart per headline metric present in the history, systems coloured consistently."""
+    if data.history.empty:
+        return '<p class="empty">No headline metric in the stored scorecards.</p>'
+    systems = sorted(set(data.history["system"].astype(str)))
+    colors = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
+    marks = regression_marks(data)
+    figures = []
+    present = set(data.history["metric"])
+    for metric in (m for m in data.headline_metrics if m in present):
+        series = trend_series(data.history, metric, colors, marks)
+        lower = not bool(
+            data.history.loc[data.history["metric"] == metric, "higher_is_better"].iloc[0]
+        )
+        hint = '<span class="hint">lower is better</span>' if lower else ""
+        figures.append(
+            f'<figure class="card chart-card" data-metric="{esc(metric)}"><figcaption>'
+            f"<code>{esc(metric)}</code>{hint}</figcaption>"
+            f"{line_chart_svg(f'{metric} by date ({data.version})', series)}</figure>"
+        )
+    dates = sorted(set(data.history["date"]))
+    span = f"{esc(dates[0])} → {esc(dates[-1])}" if len(dates) > 1 else esc(dates[0])
+    return (
+        f'<p class="lead">{len(dates)} stored date(s) of <strong>{esc(data.version)}</strong> '
+        f"({span}). Hover a point for its value; red rings are regressions.</p>"
+        f'<div class="charts">{"".join(figures)}</div>'
+    )
+
+
+def _kpis(data: ReportData) -> str:
+    metrics = data.scorecard[data.scorecard["tier"] != DATASET_TIER]
+    counts = metrics["band"].value_counts()
+    n_regressions = len(data.regressions)
+    cards = [
+        ("Metrics", len(metrics), "neutral"),
+        ("Excellent", int(counts.get(EXCELLENT, 0)), "excellent"),
+        ("Good", int(counts.get(GOOD, 0)), "good"),
+        ("Needs attention", int(counts.get(NEEDS_ATTENTION, 0)), "needs-attention"),
+        ("Regressions", n_regressions, "needs-attention" if n_regressions else "excellent"),
+    ]
+    return (
+        '<div class="kpis">'
+        + "".join(
+            f'<div class="kpi kpi-{css}"><div class="kpi-value">{value}</div>'
+            f'<div class="kpi-label">{esc(label)}</div></div>'
+            for label, value, css in cards
+        )
+        + "</div>"
+    )
+
+
+def _header(data: ReportData) -> str:
+    baseline = (
+        f"{esc(data.baseline.version)} {esc(data.baseline.date)}" if data.baseline else "none yet"
+    )
+    facts = [
+        ("Dataset version", esc(data.version)),
+        ("Date", esc(data.date)),
+        ("Baseline", baseline),
+        ("Generated", esc(data.generated_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip())),
+    ]
+    facts += [
+        (role, ", ".join(f"<code>{esc(m)}</code>" for m in models) or "—")
+        for role, models in models_used(data.scorecard).items()
+    ]
+    stats = data.scorecard[data.scorecard["tier"] == DATASET_TIER].set_index("metric")["value"]
+    sizes = " · ".join(
+        f"{format_count(stats[name])} {label}"
+        for name, label in DATASET_STATS.items()
+        if name in stats.index and stats[name] > 0
+    )
+    items = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
+    return (
+        '<header class="page-header"><p class="eyebrow">RAG evaluation report</p>'
+        f'<h1>{esc(data.version)} <span class="light">· {esc(data.date)}</span></h1>'
+        f'<dl class="facts">{items}</dl>'
+        + (f'<p class="sizes">{sizes}</p>' if sizes else "")
+        + "</header>"
+    )
+
+
+def render_report(data: ReportData) -> str:
+    """The complete HTML page of the report."""
+    baseline = (
+        f" against {esc(data.baseline.version)} {esc(data.baseline.date)}" if data.baseline else ""
+    )
+    summary = scorecard_summary_html(
+        data.scorecard, data.baseline, data.regressions, data.headline_metrics
+    )
+    sections = [
+        _header(data),
+        _kpis(data),
+        f'<section id="regressions"><h2>Regressions{baseline}</h2>'
+        f"{regressions_html(data.regressions, data.baseline, data.headline_metrics)}</section>",
+        '<section id="scorecard"><h2>Scorecard</h2><p class="lead">Metrics with threshold '
+        "bands, and the headline metrics. Δ is the relative change against the baseline."
+        "</p>"
+        f"{summary}</section>",
+        f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
+        '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
+        f"scorecard of each version on or before {esc(data.date)}.</p>"
+        f"{cross_version_html(data.cross_version, data.version, data.headline_metrics)}</section>",
+        '<section id="full-scorecard"><details><summary>Full scorecard '
+        f"({len(data.scorecard)} rows)</summary>{full_scorecard_html(data.scorecard)}</details>"
+        "</section>",
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>RAG evaluation · {esc(data.version)} · {esc(data.date)}</title>"
+        f"<style>{CSS}</style></head><body><main>{''.join(sections)}"
+        "<footer>Generated by <code>rag_eval_pipeline</code>. A metric regresses when it moves "
+        "in its bad direction by more than its tolerance and the baseline lies outside the "
+        "current 95% bootstrap CI.</footer></main></body></html>\n"
+    )
+
+
+CSS = """
+:root{--ink:#1d2433;--muted:#6b7385;--line:#e3e6ed;--bg:#f6f7f9;--card:#fff;
+--exc:#137a3f;--exc-bg:#e3f4e9;--good:#1c5fb8;--good-bg:#e6effb;--bad:#b42318;--bad-bg:#fdeceb}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);
+font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+main{max-width:1240px;margin:0 auto;padding:32px 24px 48px}
+code{font:0.86em/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+h1{font-size:30px;margin:2px 0 16px;letter-spacing:-0.01em}
+h1 .light{color:var(--muted);font-weight:400}
+h2{font-size:19px;margin:0 0 12px}
+section{background:var(--card);border:1px solid var(--line);border-radius:10px;
+padding:20px 22px;margin:18px 0}
+.eyebrow{margin:0;text-transform:uppercase;letter-spacing:.08em;font-size:12px;
+color:var(--muted);font-weight:600}
+.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(210px,1fr));gap:10px 24px;
+margin:0}
+.facts dt{font-size:12px;color:var(--muted);text-transform:uppercase;letter-spacing:.05em}
+.facts dd{margin:0;font-weight:500;overflow-wrap:anywhere}
+.sizes{color:var(--muted);margin:12px 0 0;font-size:14px}
+.kpis{display:grid;grid-template-columns:repeat(auto-fit,minmax(150px,1fr));gap:12px;
+margin:22px 0 0}
+.kpi{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:14px 16px;
+border-top:4px solid var(--muted)}
+.kpi-value{font-size:28px;font-weight:650;font-variant-numeric:tabular-nums}
+.kpi-label{color:var(--muted);font-size:13px}
+.kpi-excellent{border-top-color:var(--exc)}.kpi-good{border-top-color:var(--good)}
+.kpi-needs-attention{border-top-color:var(--bad)}
+.kpi-needs-attention .kpi-value{color:var(--bad)}
+.lead{color:var(--muted);margin:-4px 0 14px;font-size:14px}
+.table-wrap{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-size:14px}
+th,td{padding:7px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+thead th{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--muted);
+border-bottom:2px solid var(--line);white-space:nowrap}
+tbody tr:hover{background:#fafbfc}
+.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.strong{font-weight:600}
+tr.group th{background:var(--bg);font-size:12px;text-transform:uppercase;letter-spacing:.05em;
+color:var(--ink);padding-top:10px}
+tr.row-regressed td{background:var(--bad-bg)}
+tr.row-regressed td:first-child{box-shadow:inset 3px 0 var(--bad)}
+.band{display:inline-block;padding:1px 9px;border-radius:999px;font-size:12px;font-weight:600;
+white-space:nowrap}
+.band-excellent{color:var(--exc);background:var(--exc-bg)}
+.band-good{color:var(--good);background:var(--good-bg)}
+.band-needs-attention{color:var(--bad);background:var(--bad-bg)}
+.cell-excellent{color:var(--exc)}.cell-good{color:var(--good)}
+.cell-needs-attention{color:var(--bad);font-weight:600}
+.delta-better{color:var(--exc)}.delta-worse{color:#a15c00}.delta-flat{color:var(--muted)}
+.delta-regressed{color:var(--bad);font-weight:700}
+.muted{color:var(--muted)}
+.hint{color:var(--muted);font-size:12px;margin-left:6px}
+.empty,.ok{margin:0;padding:12px 14px;border-radius:8px;background:var(--bg)}
+.ok{background:var(--exc-bg);color:var(--exc);font-weight:500}
+table.compact{font-size:13px}table.compact td,table.compact th{padding:4px 8px}
+table.cross thead th.num{text-transform:none;letter-spacing:0;color:var(--ink)}
+table.cross th .sub{display:block;font-weight:400;text-transform:none;letter-spacing:0}
+table.cross{width:auto;min-width:min(100%,640px)}
+table.cross tr.metric-start td{border-top:2px solid var(--line)}
+table.cross .current{background:#f2f6fd}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:16px}
+.chart-card{margin:0;border:1px solid var(--line);border-radius:8px;padding:10px 12px 4px}
+.chart-card figcaption{font-weight:600;margin-bottom:2px}
+svg.chart{width:100%;height:auto;display:block;font-family:inherit}
+svg.chart text{font-size:12.5px;fill:#4a5263}
+svg.chart .grid{stroke:#edf0f4}svg.chart .axis{stroke:#9aa3b2}
+svg.chart polyline.series{fill:none;stroke-width:2;stroke-linejoin:round;stroke-linecap:round}
+svg.chart polygon.ci{fill-opacity:.12;stroke:none}
+svg.chart line.ci{stroke-width:6;stroke-opacity:.25}
+svg.chart circle.point{stroke:#fff;stroke-width:1}
+details summary{cursor:pointer;font-weight:600;font-size:17px}
+details.more{margin-top:10px}details.more summary{font-size:14px;color:var(--good)}
+details[open] summary{margin-bottom:12px}
+footer{color:var(--muted);font-size:13px;margin-top:24px;text-align:center}
+@media (max-width:640px){main{padding:16px 10px}section{padding:14px}
+.charts{grid-template-columns:1fr}h1{font-size:24px}}
+@media print{body{background:#fff}section{break-inside:avoid;border:none;padding:0}}
+"""

@@ -1,0 +1,264 @@
+"""The HTML evaluation report: trend charts, regression marks, bands, escaping, the asset."""
+
+import re
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from dagster import AssetSpec, DagsterInstance, materialize
+
+from rag_eval_pipeline.assets.report import ReportConfig, evaluation_report
+from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
+from rag_eval_pipeline.evaluation.alerts import regressions_for
+from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.io_managers import ParquetIOManagerResource, write_parquet_atomically
+from rag_eval_pipeline.partitions import (
+    DATASET_VERSION,
+    evaluation_partition_key,
+    evaluation_partitions,
+)
+from rag_eval_pipeline.reporting import collect_report_data, render_report
+from rag_eval_pipeline.reporting.html_report import format_change, format_value, nice_ticks
+from rag_eval_pipeline.resources import BaselineResource, WarehouseResource
+
+SVG = "{http://www.w3.org/2000/svg}"
+D1, D2, D3 = "2026-11-19", "2026-11-20", "2026-11-21"
+EVIL = "<script>alert(1)</script>"
+THRESHOLDS = Thresholds(
+    metrics={
+        "hit_rate@1": {"excellent": 0.8, "good": 0.5},
+        "mrr": {"excellent": 0.8, "good": 0.5},
+        "consistency_score": {"excellent": 0.95, "good": 0.85},
+    }
+)
+# (system, metric) → value on D1, D2, D3: `dense` collapses on D3, EVIL stays flat.
+VALUES = {
+    ("dense", "hit_rate@1"): (0.85, 0.84, 0.40),
+    ("dense", "mrr"): (0.88, 0.87, 0.52),
+    (EVIL, "hit_rate@1"): (0.62, 0.63, 0.62),
+    (EVIL, "mrr"): (0.70, 0.71, 0.70),
+}
+
+
+def scorecard(version: str, index: int, date: str) -> pd.DataFrame:
+    """A scorecard of two retrieval systems, plus the models of the header and a dataset size."""
+    rows = [
+        {
+            "tier": "tier1_retrieval",
+            "system": system,
+            "metric": metric,
+            "mean": values[index],
+            "std": 0.2,
+            "count": 50,
+            "ci_low": values[index] - 0.05,
+            "ci_high": values[index] + 0.05,
+            "n_errors": 0,
+            "error_rate": 0.0,
+        }
+        for (system, metric), values in VALUES.items()
+    ]
+    singles = [
+        ("dataset", version, "n_queries", 50.0),
+        ("tier0_embedding", "packaged:all-MiniLM-L6-v2", "silhouette_score", 0.12),
+        ("judge_reliability", "gpt-4o-mini & co", "consistency_score", 0.97),
+    ]
+    rows += [
+        {
+            "tier": tier,
+            "system": system,
+            "metric": metric,
+            "mean": value,
+            "std": np.nan,
+            "count": 50,
+            "ci_low": np.nan,
+            "ci_high": np.nan,
+            "n_errors": 0,
+            "error_rate": 0.0,
+        }
+        for tier, system, metric, value in singles
+    ]
+    return build_scorecard([pd.DataFrame(rows)], version, date, THRESHOLDS)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> WarehouseStore:
+    """A warehouse with v1 on D1..D3 (drop on D3, alert recorded), v2 on D1, v3 after D3."""
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    for index, date in enumerate((D1, D2, D3)):
+        write_parquet_atomically(scorecard("v1", index, date), store.scorecard_path("v1", date))
+    write_parquet_atomically(scorecard("v2", 0, D1), store.scorecard_path("v2", D1))
+    write_parquet_atomically(
+        scorecard("v3", 0, "2026-11-30"), store.scorecard_path("v3", "2026-11-30")
+    )
+    store.record_alerts("v1", D3, regressions_for(scorecard("v1", 2, D3), store.baseline("v1", D3)))
+    return store
+
+
+def report(store: WarehouseStore, date: str = D3) -> str:
+    current = store.read_scorecard("v1", date)
+    assert current is not None
+    data = collect_report_data(
+        store,
+        "v1",
+        date,
+        current,
+        store.baseline("v1", date),
+        HEADLINE_METRICS,
+        datetime(2026, 11, 22, 2, 0, tzinfo=UTC),
+    )
+    return render_report(data)
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the text of the page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def classes(self) -> set[str]:
+        return {c for _, a in self.tags for c in (a.get("class") or "").split()}
+
+
+def parse(page: str) -> Elements:
+    parser = Elements()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def charts(page: str) -> dict[str, ET.Element]:
+    """metric → its chart, each SVG parsed as standalone XML (so it must be well-formed)."""
+    figures = re.findall(r'<figure [^>]*data-metric="([^"]+)"[^>]*>.*?(<svg .*?</svg>)', page, re.S)
+    return {metric: ET.fromstring(svg) for metric, svg in figures}
+
+
+def series_points(chart: ET.Element) -> dict[str, int]:
+    return {
+        line.get("data-series"): len(line.get("points").split())
+        for line in chart.iter(f"{SVG}polyline")
+        if line.get("class") == "series"
+    }
+
+
+def test_trend_chart_has_a_line_per_system_and_marks_the_regression(
+    store: WarehouseStore,
+) -> None:
+    found = charts(report(store))
+    assert set(found) == {"hit_rate@1", "mrr", "silhouette_score", "consistency_score"}
+    hit_rate = found["hit_rate@1"]
+    assert series_points(hit_rate) == {"dense": 3, EVIL: 3}
+    assert len([p for p in hit_rate.iter(f"{SVG}polygon") if p.get("class") == "ci"]) == 2
+    marks = [g for g in hit_rate.iter(f"{SVG}g") if g.get("class") == "regression"]
+    assert [(g.get("data-series"), g.get("data-date")) for g in marks] == [("dense", D3)]
+    tooltip = marks[0].find(f"{SVG}title").text
+    assert tooltip.startswith(f"Regression on {D3}: dense hit_rate@1 = 0.400")
+    assert "−52.4% vs 0.840 on v1 2026-11-20" in tooltip
+    labels = [t.text for t in hit_rate.iter(f"{SVG}text")]
+    assert {D1, D3} <= set(labels) and "regression" in labels and EVIL in labels
+    assert "1.0" in labels and "0.4" in labels
+
+
+def test_trends_stop_at_the_report_date(store: WarehouseStore) -> None:
+    assert series_points(charts(report(store, D2))["hit_rate@1"]) == {"dense": 2, EVIL: 2}
+
+
+def test_report_content_bands_regressions_and_cross_version(store: WarehouseStore) -> None:
+    page = report(store)
+    parsed = parse(page)
+    text = " ".join(parsed.text)
+    classes = parsed.classes()
+    assert {"band-excellent", "band-good", "band-needs-attention"} <= classes
+    assert "row-regressed" in classes
+    assert "Regressions against v1 2026-11-20" in text
+    regressions = page.split('id="regressions"')[1].split("</section>")[0]
+    assert regressions.count("<tr>") == 3  # header + dense hit_rate@1 and mrr
+    assert "2 metric(s) regressed, 2 of them headline metrics." in text
+    assert "packaged:all-MiniLM-L6-v2" in text and "gpt-4o-mini & co" in text
+    assert "50 questions" in text
+    cross = page.split('id="versions"')[1].split("</section>")[0]
+    assert "v2" in cross and D1 in cross and "v3" not in cross
+    assert "2026-11-22 02:00:00 UTC" in text
+
+
+def test_user_strings_are_escaped(store: WarehouseStore) -> None:
+    page = report(store)
+    assert EVIL not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "gpt-4o-mini &amp; co" in page
+    assert "script" not in {tag for tag, _ in parse(page).tags}
+
+
+def test_first_evaluation_has_no_baseline(store: WarehouseStore) -> None:
+    text = " ".join(parse(report(store, D1)).text)
+    assert "No baseline yet" in text
+
+
+def test_formatting_helpers() -> None:
+    assert nice_ticks(0.4, 0.9) == [0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    assert nice_ticks(0.5, 0.5) == [0.44, 0.46, 0.48, 0.5, 0.52, 0.54, 0.56]  # a flat line
+    assert nice_ticks(3.0, 97.0) == [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+    assert format_value(0.12345) == "0.123" and format_value(1234.5) == "1,234.5"
+    assert format_value(float("nan")) == "—"
+    assert format_change(-0.125) == "−12.5%" and format_change(0.03) == "+3.0%"
+
+
+def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+    warehouse = tmp_path / "warehouse"
+    store = WarehouseStore(str(warehouse))
+    for index, date in enumerate((D1, D2, D3)):
+        write_parquet_atomically(scorecard("v1", index, date), store.scorecard_path("v1", date))
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
+    reports = tmp_path / "reports"
+    result = materialize(
+        [
+            AssetSpec("evaluation_scorecard", partitions_def=evaluation_partitions),
+            evaluation_report,
+        ],
+        partition_key=evaluation_partition_key("v1", D3),
+        instance=dagster_instance,
+        resources={
+            "io_manager": ParquetIOManagerResource(base_path=str(warehouse)),
+            "warehouse": WarehouseResource(base_path=str(warehouse)),
+            "baseline": BaselineResource(),
+        },
+        run_config={"ops": {"evaluation_report": {"config": {"reports_dir": str(reports)}}}},
+    )
+    assert result.success
+    path = reports / "v1" / f"{D3}.html"
+    assert series_points(charts(path.read_text())["hit_rate@1"]) == {"dense": 3, EVIL: 3}
+    assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temp file left
+    output = result.output_for_node("evaluation_report")
+    assert output.to_dict("records") == [
+        {"version": "v1", "date": D3, "path": str(path), "n_regressions": 2, "n_metrics": 6}
+    ]
+    stored = pd.read_parquet(warehouse / "evaluation_report" / "v1" / f"{D3}.parquet")
+    assert stored["path"].tolist() == [str(path)]
+    metadata = result.asset_materializations_for_node("evaluation_report")[0].metadata
+    assert metadata["report_path"].value == str(path)
+    assert metadata["report_url"].value == path.as_uri()
+    assert "2 regression(s) against v1 2026-11-20" in metadata["summary"].value
+    assert ReportConfig().reports_dir.endswith("reports")
+
+
+def test_an_empty_scorecard_still_renders(tmp_path: Path) -> None:
+    empty = build_scorecard([], "v9", D1, THRESHOLDS)
+    data = collect_report_data(
+        WarehouseStore(str(tmp_path)), "v9", D1, empty, None, HEADLINE_METRICS, datetime.now(UTC)
+    )
+    text = " ".join(parse(render_report(data)).text)
+    assert "No headline metric in the stored scorecards." in text
+    assert "No thresholded or headline metric in this scorecard." in text
+    assert "Full scorecard (0 rows)" in text
