@@ -160,3 +160,13 @@ def test_shipped_scifact_version_is_valid() -> None:
     dataset = load_dataset(root / "scifact-test")
     assert dataset.statistics()["n_queries"] == 300
     assert not dataset.has_corpus
+
+
+def test_loaded_tables_carry_no_reader_attrs_and_round_trip_parquet(
+    version: Path, tmp_path: Path
+) -> None:
+    (version / "qrels.csv").unlink()
+    (version / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d2 3\n")
+    for name, frame in load_dataset(version).tables().items():
+        assert frame.attrs == {}, name
+        frame.to_parquet(tmp_path / f"{name}.parquet")

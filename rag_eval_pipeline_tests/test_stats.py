@@ -217,3 +217,13 @@ def test_summarize_all_nan_metric_and_validation() -> None:
         summarize(frame, ["missing"])
     with pytest.raises(ValueError, match="both grouped and summarized"):
         summarize(frame, ["v"], ["v"])
+
+
+def test_large_samples_use_the_normal_interval_which_matches_the_bootstrap() -> None:
+    values = np.random.default_rng(3).integers(0, 2, 30_000).astype(float)
+    normal = bootstrap_ci(values)
+    resampled = bootstrap_ci(values, normal_above=10**9)
+    assert normal != resampled
+    assert normal == pytest.approx(resampled, abs=1e-3)
+    half = 1.959963984540054 * values.std(ddof=1) / np.sqrt(values.size)
+    assert normal == pytest.approx((values.mean() - half, values.mean() + half), abs=1e-12)

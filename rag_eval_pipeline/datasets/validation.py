@@ -48,9 +48,10 @@ class TableValidator:
     """Collects the issues of one table read from `file`, coercing columns as it goes."""
 
     def __init__(self, frame: pd.DataFrame, file: str) -> None:
-        self.frame = frame.reset_index(drop=True)
-        self.file = file
         self.lines: Sequence[int] | None = frame.attrs.get("lines")
+        self.frame = frame.reset_index(drop=True)
+        self.frame.attrs = {}
+        self.file = file
         self.issues: list[ValidationIssue] = []
 
     def report(self, mask: np.ndarray, column: str | None, message: str) -> None:

@@ -18,7 +18,9 @@ means.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -35,6 +37,7 @@ __all__ = [
 ]
 
 _MAX_CHUNK_ELEMENTS = 1 << 22
+NORMAL_APPROXIMATION_ABOVE = 20_000
 
 SUMMARY_COLUMNS: tuple[str, ...] = ("metric", "mean", "std", "count", "ci_low", "ci_high")
 
@@ -80,8 +83,14 @@ def bootstrap_ci(
     confidence: float = 0.95,
     n_resamples: int = 2000,
     seed: int = 0,
+    normal_above: int = NORMAL_APPROXIMATION_ABOVE,
 ) -> tuple[float, float]:
     """Percentile-bootstrap confidence interval of the mean of ``values``.
+
+    Above ``normal_above`` values the bootstrap distribution of a mean is normal to well
+    within the Monte-Carlo error of 2,000 resamples, so the interval is the normal one,
+    ``mean ± z · s / √n`` (``s`` with ``ddof=1``), which costs O(n) instead of
+    O(n · n_resamples): 100,000 queries × 20 metrics take milliseconds instead of minutes.
 
     Args:
         values: 1-D numeric sample. Must not contain NaN or infinity (``ValueError``);
@@ -89,6 +98,7 @@ def bootstrap_ci(
         confidence: Two-sided confidence level in (0, 1).
         n_resamples: Number of bootstrap resamples.
         seed: Seed for ``numpy.random.default_rng``; identical inputs give identical output.
+        normal_above: Sample size above which the normal interval is used.
 
     Returns:
         ``(ci_low, ci_high)``. An empty sample gives ``(nan, nan)``; a single value ``v``
@@ -100,6 +110,10 @@ def bootstrap_ci(
         return (float("nan"), float("nan"))
     if array.size == 1:
         return (float(array[0]), float(array[0]))
+    if array.size > normal_above:
+        half_width = NormalDist().inv_cdf(0.5 + confidence / 2.0) * array.std(ddof=1)
+        half_width /= math.sqrt(array.size)
+        return (float(array.mean() - half_width), float(array.mean() + half_width))
     means = _bootstrap_means(array, n_resamples, seed)
     alpha = 1.0 - confidence
     low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])

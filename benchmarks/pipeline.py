@@ -1,0 +1,104 @@
+"""Whole-pipeline timing: cold run vs warm re-run of the same partition vs a new date.
+
+Runs `rag-eval run` (every asset, every shipped dataset version, offline defaults) three times
+in fresh processes against a temporary Dagster instance, warehouse and cache:
+1. cold: empty embedding and judge caches;
+2. warm: the same partitions again;
+3. new date: the next day's partitions on unchanged data.
+Prints wall times and the warm/cold ratios (goal: warm runs under 20% of the cold time), and
+how many texts each run embedded (the cache must make it zero after the cold run).
+
+    .venv/bin/python benchmarks/pipeline.py [--dataset-version demo-v1 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DAY1, DAY2 = "2026-11-20", "2026-11-21"
+
+
+def run_cli(env: dict[str, str], versions: list[str], day: str) -> float:
+    """Wall seconds of one `rag-eval run` in a fresh process."""
+    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", day]
+    for version in versions:
+        command += ["--dataset-version", version]
+    started = time.perf_counter()
+    subprocess.run(command, env=env, cwd=PROJECT_ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def embedded_texts(dagster_home: Path) -> list[int]:
+    """`embedded` metadata of every corpus_embeddings materialization, oldest first."""
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    from dagster import AssetKey, DagsterInstance
+
+    with DagsterInstance.get() as instance:
+        records = instance.fetch_materializations(
+            AssetKey("corpus_embeddings"), limit=1000, ascending=True
+        ).records
+    return [
+        int(r.asset_materialization.metadata["embedded"].value)
+        for r in records
+        if "embedded" in r.asset_materialization.metadata
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--dataset-version",
+        action="append",
+        default=None,
+        help="default: demo-v1, demo-v2, scifact-test",
+    )
+    args = parser.parse_args()
+    versions = args.dataset_version or ["demo-v1", "demo-v2", "scifact-test"]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        data = root / "data"
+        data.mkdir()
+        (data / "datasets").symlink_to(PROJECT_ROOT / "data" / "datasets")
+        env = {
+            **os.environ,
+            "DAGSTER_HOME": str(root / "dagster_home"),
+            "RAG_EVAL_DATA_DIR": str(data),
+            "RAG_EVAL_WAREHOUSE": str(data / "warehouse"),
+            "HF_HUB_OFFLINE": "1",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        (root / "dagster_home").mkdir()
+        timings = {
+            "cold (empty caches)": run_cli(env, versions, DAY1),
+            "warm (same partitions)": run_cli(env, versions, DAY1),
+            "new date, unchanged data": run_cli(env, versions, DAY2),
+        }
+        cold = timings["cold (empty caches)"]
+        table = pd.DataFrame(
+            {
+                "run": list(timings),
+                "wall_s": list(timings.values()),
+                "vs_cold": [t / cold for t in timings.values()],
+            }
+        )
+        print(f"versions: {', '.join(versions)}")
+        print(table.to_string(index=False, float_format="{:.2f}".format))
+        print(
+            f"texts embedded per corpus_embeddings materialization: "
+            f"{embedded_texts(root / 'dagster_home')}"
+        )
+        verdict = all(t / cold < 0.2 for t in list(timings.values())[1:])
+        print(f"goal (warm runs < 20% of cold): {'met' if verdict else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
