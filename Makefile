@@ -1,5 +1,5 @@
 # One entry point for users and CI. `make demo` and `make test` work from a fresh clone.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint ui bench clean
+.PHONY: install demo test lint ui ui-screenshot bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ ui: $(STAMP) $(DAGSTER_HOME)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ir_metrics.py
+	$(BIN)/python benchmarks/embedding_quality.py
+	$(BIN)/python benchmarks/judge_throughput.py
+	$(BIN)/python benchmarks/tier1_scale.py
+	$(BIN)/python benchmarks/pipeline.py
 
 clean:
 	rm -rf $(VENV) data/warehouse data/cache .dagster_home

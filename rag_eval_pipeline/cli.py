@@ -118,6 +118,15 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         )
         return 1
     scorecard = pd.concat(present, ignore_index=True)
+    if args.format == "table" and not args.all:
+        from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
+
+        shown = scorecard["band"].notna() | scorecard["metric"].isin(HEADLINE_METRICS)
+        print(
+            f"{int(shown.sum())} headline and banded metrics of {len(scorecard)} "
+            "(--all for every row, --format json for machines):"
+        )
+        scorecard = scorecard[shown]
     _print_frame(
         scorecard,
         [
@@ -140,6 +149,8 @@ def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str
     if output_format == "json":
         print(json.dumps(json.loads(frame.to_json(orient="records")), indent=2))
         return
+    if "band" in frame.columns:
+        frame = frame.assign(band=frame["band"].fillna("-"))
     with pd.option_context(
         "display.max_rows",
         None,
@@ -199,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     scorecard.add_argument("--dataset-version", action="append", help="default: all")
     scorecard.add_argument("--date", type=_valid_date, default=_today())
     scorecard.add_argument("--format", choices=("table", "json"), default="table")
+    scorecard.add_argument("--all", action="store_true", help="print every metric row")
     scorecard.set_defaults(handler=cmd_scorecard)
     alerts = commands.add_parser("alerts", help="print the regression alert history")
     alerts.add_argument("--dataset-version")
