@@ -132,7 +132,7 @@ class ParquetIOManager(UPathIOManager):
 
     def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
         if isinstance(obj, pd.DataFrame):
-            return {"rows": MetadataValue.int(len(obj))}
+            return {"dagster/row_count": MetadataValue.int(len(obj))}
         return {}
 
 

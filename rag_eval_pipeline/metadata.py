@@ -1,7 +1,7 @@
 """Dagster metadata for metric assets: headline floats the UI plots, and a markdown table."""
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import pandas as pd
 from dagster import MetadataValue
@@ -30,17 +30,17 @@ def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:
     return {name: MetadataValue.float(float(value)) for name, value in values.items()}
 
 
-def summary_metadata(summary: pd.DataFrame, *, prefix_system: bool = True) -> dict[str, object]:
+def summary_metadata(
+    summary: pd.DataFrame, plotted: Collection[str] | None = None
+) -> dict[str, object]:
     """Metadata for a long summary table (`system`, `metric`, `mean`, ...): floats + table.
 
-    With several systems the float names are `<system>/<metric>` so each system gets its own
-    plot in the UI; with one system they are just `<metric>`.
+    Floats are named `<system>/<metric>` (always prefixed, so a plot's history survives a
+    second system appearing); `plotted` limits them to the headline metrics, the table keeps
+    every row.
     """
     if summary.empty:
         return {"summary": MetadataValue.md("_no rows_")}
-    several = prefix_system and "system" in summary.columns and summary["system"].nunique() > 1
-    headlines = {
-        (f"{row.system}/{row.metric}" if several else str(row.metric)): float(row.mean)
-        for row in summary.itertuples()
-    }
+    rows = summary if plotted is None else summary[summary["metric"].isin(plotted)]
+    headlines = {f"{row.system}/{row.metric}": float(row.mean) for row in rows.itertuples()}
     return {**headline_metadata(headlines), "summary": MetadataValue.md(markdown_table(summary))}

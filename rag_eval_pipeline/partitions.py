@@ -1,4 +1,10 @@
-"""The evaluation partitions: dataset version (dynamic) × date (daily, today included)."""
+"""The evaluation partitions: dataset version (dynamic) × date (daily, today included).
+
+Dates start at `RAG_EVAL_PARTITIONS_START` (default 2026-11-01): set it to the first day you
+want to backfill; an early start only adds empty partitions to every asset page.
+"""
+
+import os
 
 from dagster import (
     AssetExecutionContext,
@@ -12,7 +18,7 @@ from rag_eval_pipeline.datasets.versions import validate_version_name
 
 DATASET_VERSION = "dataset_version"
 DATE = "date"
-PARTITIONS_START_DATE = "2025-01-01"
+PARTITIONS_START_DATE = os.environ.get("RAG_EVAL_PARTITIONS_START", "2026-11-01")
 
 dataset_version_partitions = DynamicPartitionsDefinition(name=DATASET_VERSION)
 date_partitions = DailyPartitionsDefinition(start_date=PARTITIONS_START_DATE, end_offset=1)

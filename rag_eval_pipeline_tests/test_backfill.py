@@ -1,8 +1,9 @@
 """A backfill over 2 dataset versions × 2 dates, run by Dagster's own backfill daemon logic.
 
-The backfill is created through Dagster's API on a temporary instance, the daemon's iteration
-launches one run per partition in a subprocess (as `dagster dev` would), and the test waits for
-them. The embedding cache is shared with the first run, so the backfill embeds nothing new.
+The backfill is created through Dagster's API on a temporary instance; the backfill daemon's
+iteration queues one run per partition and the run-queue daemon's iteration launches them one at
+a time in subprocesses (as `dagster dev` would with `max_concurrent_runs: 1`). The embedding
+cache is content-addressed, so the demo corpus is embedded by the first run only.
 """
 
 import logging
@@ -18,6 +19,9 @@ from dagster._core.test_utils import create_test_daemon_workspace_context
 from dagster._core.utils import make_new_backfill_id
 from dagster._core.workspace.load_target import ModuleTarget
 from dagster._daemon.backfill import execute_backfill_iteration
+from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
+    QueuedRunCoordinatorDaemon,
+)
 
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT
@@ -32,8 +36,12 @@ SELECTION = [
     "retrieval_quality",
 ]
 TIMEOUT_S = 400
-LAUNCH_IMMEDIATELY = {
-    "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "DefaultRunCoordinator"}
+ONE_RUN_AT_A_TIME = {
+    "run_coordinator": {
+        "module": "dagster._core.run_coordinator",
+        "class": "QueuedRunCoordinator",
+        "config": {"max_concurrent_runs": 1},
+    }
 }
 
 
@@ -71,9 +79,11 @@ def run_backfill(instance: DagsterInstance, partition_keys: list[str]) -> Partit
             run_config=None,
         )
         instance.add_backfill(backfill)
+        run_queue = QueuedRunCoordinatorDaemon(interval_seconds=1)
         deadline = time.time() + TIMEOUT_S
         while time.time() < deadline:
             list(execute_backfill_iteration(workspace, logging.getLogger("backfill")))
+            list(run_queue.run_iteration(workspace))
             current = instance.get_backfill(backfill.backfill_id)
             if current.status != BulkActionStatus.REQUESTED:
                 return current
@@ -83,7 +93,7 @@ def run_backfill(instance: DagsterInstance, partition_keys: list[str]) -> Partit
 
 def test_backfill_over_versions_and_dates(isolated_data: Path) -> None:
     keys = [str(evaluation_partition_key(v, d)) for v in VERSIONS for d in DATES]
-    with instance_for_test(overrides=LAUNCH_IMMEDIATELY) as instance:
+    with instance_for_test(overrides=ONE_RUN_AT_A_TIME) as instance:
         instance.add_dynamic_partitions(DATASET_VERSION, VERSIONS)
         backfill = run_backfill(instance, keys)
         runs = instance.get_runs()

@@ -51,7 +51,7 @@ def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="comparison",
+    group_name="8_comparison",
     kinds={"pandas", "parquet"},
     description=(
         "A/B comparison of configurations of the reference RAG (retriever, top k, embedder; "

@@ -11,7 +11,7 @@ from rag_eval_pipeline.resources import DatasetsResource
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="dataset",
+    group_name="0_dataset",
     kinds={"pandas", "parquet"},
     description=(
         "The dataset version's corpus, queries, qrels, runs, logs and judge labels, validated "

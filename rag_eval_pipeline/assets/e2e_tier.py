@@ -25,7 +25,7 @@ E2E_JUDGE_METRICS = ("faithfulness", *NEEDS_GROUND_TRUTH)
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier3_e2e",
+    group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
         "The system under test (reference RAG, your callable, or logged answers) answers every "
@@ -76,7 +76,7 @@ def e2e_generations(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier3_e2e",
+    group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): judge E2E usefulness, faithfulness, RAGAS context "
@@ -114,7 +114,7 @@ def e2e_judgments(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier3_e2e",
+    group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
         "avg_e2e_score, avg_semantic_similarity, ROUGE, BLEU, answer correctness, context "

@@ -26,7 +26,7 @@ def embedding_matrix(corpus_embeddings: pd.DataFrame) -> np.ndarray:
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier0_embedding",
+    group_name="1_embedding",
     kinds={"pandas", "parquet"},
     description=(
         "One embedding per corpus document (title + text) from the embedder resource, with its "
@@ -76,7 +76,7 @@ def corpus_embeddings(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier0_embedding",
+    group_name="1_embedding",
     kinds={"pandas", "parquet"},
     description=(
         "Cluster metrics of the corpus embeddings: total within-cluster pairs, number of "

@@ -26,7 +26,7 @@ GENERATION_OUTPUT = ["system", "query_id", "question", "ground_truth_answer", "c
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier2_generation",
+    group_name="3_generation",
     kinds={"pandas", "parquet"},
     description=(
         "The generator's answer to every question given its qrels-relevant documents (the "
@@ -60,7 +60,7 @@ def ideal_context_generations(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier2_generation",
+    group_name="3_generation",
     kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): LLM-judge faithfulness and answer relevance (rubric "
@@ -94,7 +94,7 @@ def generation_judgments(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier2_generation",
+    group_name="3_generation",
     kinds={"pandas", "parquet"},
     description=(
         "avg_faithfulness, avg_answer_relevance, avg_rouge1_f/2_f/L_f, avg_bleu, ... with "

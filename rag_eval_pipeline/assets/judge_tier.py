@@ -36,7 +36,7 @@ class JudgeReliabilityConfig(Config):
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="judges",
+    group_name="5_judges",
     kinds={"pandas", "parquet"},
     description=(
         "Re-judges Tier 2 answers (cache bypassed) to measure the judge's consistency "
@@ -81,7 +81,7 @@ def judge_reliability(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="judges",
+    group_name="5_judges",
     kinds={"pandas", "parquet"},
     description=(
         "The production show/hide judge against human `ground_truth_show` labels: accuracy, "

@@ -54,7 +54,7 @@ def write_text_atomically(text: str, path: Path) -> None:
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="scorecard",
+    group_name="7_scorecard",
     kinds={"html", "pandas"},
     description=(
         "A self-contained HTML report of the partition: scorecard with bands, regressions "

@@ -19,11 +19,12 @@ from rag_eval_pipeline.partitions import evaluation_partitions
 from rag_eval_pipeline.resources import EmbedderResource, RagSystemResource
 
 TIER = "tier1_retrieval"
+PLOTTED_METRICS = ("hit_rate@1", "hit_rate@10", "mrr", "ndcg@10", "recall@10", "map")
 
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier1_retrieval",
+    group_name="2_retrieval",
     kinds={"pandas", "parquet"},
     description=(
         "Ranked documents per query from every source: the reference retrievers (dense, BM25, "
@@ -70,7 +71,7 @@ def retrieval_runs(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier1_retrieval",
+    group_name="2_retrieval",
     kinds={"pandas", "parquet"},
     description=(
         "Per-query IR metrics of every system with trec_eval semantics: HitRate@k, MRR, "
@@ -90,7 +91,7 @@ def retrieval_metrics(
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="tier1_retrieval",
+    group_name="2_retrieval",
     kinds={"pandas", "parquet"},
     description="Mean, std, count and 95% bootstrap CI of every IR metric per system.",
 )
@@ -98,5 +99,5 @@ def retrieval_quality(
     context: AssetExecutionContext, retrieval_metrics: pd.DataFrame
 ) -> pd.DataFrame:
     quality = summarize_wide(retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
-    context.add_output_metadata(summary_metadata(quality))
+    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
     return quality

@@ -39,7 +39,7 @@ def headline_values(scorecard: pd.DataFrame) -> dict[str, float]:
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="scorecard",
+    group_name="7_scorecard",
     kinds={"pandas", "parquet"},
     description=(
         "Every tier's metrics for the partition, one row per tier/system/metric, with the "

@@ -21,7 +21,7 @@ class UxConfig(Config):
 
 @asset(
     partitions_def=evaluation_partitions,
-    group_name="ux",
+    group_name="6_ux",
     kinds={"pandas", "parquet"},
     description=(
         "cache_hit_rate (share of questions, in arrival order, with cosine > τ to an earlier "

@@ -18,8 +18,9 @@ Successful replies are stored in an on-disk `ReplyCache` when `cache_dir` is set
 provider call, and identical prompts within one batch are sent once. `use_cache=False` forces fresh
 calls (for judge-consistency repeats) and still records replies for prompts not cached yet.
 
-Importing this module sets ``litellm.suppress_debug_info`` so litellm does not print its
-"Give Feedback / Get Help" banner on every failed call.
+The first call imports litellm (not the import of this module: it takes seconds) and sets
+``litellm.suppress_debug_info`` so litellm does not print its "Give Feedback / Get Help" banner
+on every failed call.
 """
 
 from __future__ import annotations
@@ -33,16 +34,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar, cast
 
 from rag_eval_pipeline.judging.cache import CachedReply, ReplyCache, cache_key
-
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-import litellm
-
-litellm.suppress_debug_info = True
 
 Messages = Sequence[Mapping[str, str]]
 ProgressCallback = Callable[[int, int], None]
@@ -52,14 +49,30 @@ logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
 MAX_ERROR_CHARS = 500
-_RETRYABLE = (
-    litellm.RateLimitError,
-    litellm.Timeout,
-    litellm.APIConnectionError,
-    litellm.InternalServerError,
-    litellm.ServiceUnavailableError,
-    litellm.BadGatewayError,
-)
+
+
+@cache
+def _litellm() -> ModuleType:
+    """litellm, imported on first use (its import takes seconds and fetches nothing offline)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _retryable_errors() -> tuple[type[BaseException], ...]:
+    litellm = _litellm()
+    return (
+        litellm.RateLimitError,
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+
+
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 
 
@@ -133,7 +146,7 @@ class LLMUsage:
 
 def is_retryable(error: BaseException) -> bool:
     """Whether a failed call may succeed if repeated: rate limits, timeouts, connection, 5xx."""
-    if isinstance(error, _RETRYABLE):
+    if isinstance(error, _retryable_errors()):
         return True
     status = getattr(error, "status_code", None)
     return isinstance(status, int) and (status in (408, 429) or status >= 500)
@@ -297,7 +310,7 @@ class LLMClient:
                 self._count(calls=1, retries=int(attempt > 1))
                 started = time.perf_counter()
                 try:
-                    response = await litellm.acompletion(**request)
+                    response = await _litellm().acompletion(**request)
                     reply = self._from_response(response, _elapsed_ms(started), attempt)
                 except Exception as error:
                     latency_ms = _elapsed_ms(started)

@@ -1,0 +1,343 @@
+"""The Dagster UI's view of the project: a real `dagster-webserver` queried over GraphQL.
+
+A cheap slice of the pipeline (the golden dataset and Tier 1 of `scifact-test`, which has no
+corpus, for one date) is materialized in-process on a temporary instance while `dagster-webserver`
+starts as a subprocess on that same instance (same `DAGSTER_HOME`, warehouse in a temp folder);
+its GraphQL API must then show what a user sees: the tiers as asset groups with their lineage, the
+two-dimensional partitions, the latest materialization with the float metadata the UI plots, and
+the scorecard's checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from dagster import AssetSelection, DagsterInstance, materialize
+
+from rag_eval_pipeline.checks import ALL_CHECKS
+from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline_tests.conftest import PROJECT_ROOT, evaluation_resources
+
+VERSION = "scifact-test"
+DATE = "2026-11-20"
+TIER1_SLICE = [
+    "golden_dataset",
+    "corpus_embeddings",
+    "retrieval_runs",
+    "retrieval_metrics",
+    "retrieval_quality",
+]
+STARTUP_TIMEOUT_S = 90.0  # from launch; the code location imports litellm, torch, nltk
+WEBSERVER = Path(sys.executable).with_name("dagster-webserver")
+
+GROUPS = {
+    "golden_dataset": "0_dataset",
+    "corpus_embeddings": "1_embedding",
+    "embedding_quality": "1_embedding",
+    "retrieval_runs": "2_retrieval",
+    "retrieval_metrics": "2_retrieval",
+    "retrieval_quality": "2_retrieval",
+    "ideal_context_generations": "3_generation",
+    "generation_judgments": "3_generation",
+    "generation_quality": "3_generation",
+    "e2e_generations": "4_end_to_end",
+    "e2e_judgments": "4_end_to_end",
+    "e2e_quality": "4_end_to_end",
+    "judge_reliability": "5_judges",
+    "show_judge_quality": "5_judges",
+    "ux_metrics": "6_ux",
+    "evaluation_scorecard": "7_scorecard",
+    "evaluation_report": "7_scorecard",
+    "system_comparison": "8_comparison",
+}
+
+ASSET_GRAPH_QUERY = """
+query AssetGraph {
+  assetNodes {
+    assetKey { path }
+    groupName
+    description
+    isPartitioned
+    dependencyKeys { path }
+    dependedByKeys { path }
+    partitionDefinition {
+      type
+      dimensionTypes { name type dynamicPartitionsDefinitionName }
+    }
+    assetChecksOrError {
+      __typename
+      ... on AssetChecks { checks { name description } }
+    }
+  }
+}
+"""
+
+LATEST_MATERIALIZATION_QUERY = """
+query Latest($key: AssetKeyInput!) {
+  assetOrError(assetKey: $key) {
+    __typename
+    ... on Asset {
+      assetMaterializations(limit: 1) {
+        partition
+        runId
+        metadataEntries {
+          __typename
+          label
+          ... on FloatMetadataEntry { floatValue floatRepr }
+        }
+      }
+      definition { partitionKeysByDimension { name partitionKeys } }
+    }
+  }
+}
+"""
+
+PARTITION_STATUS_QUERY = """
+query Partitions($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) {
+    __typename
+    ... on AssetNode {
+      partitionStats { numMaterialized numPartitions }
+    }
+  }
+}
+"""
+
+
+@dataclass
+class Webserver:
+    url: str
+    process: subprocess.Popen
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql",
+            data=body,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload = json.loads(response.read())
+        assert "errors" not in payload, payload["errors"]
+        return payload["data"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_ready(url: str, process: subprocess.Popen, log: Path, deadline: float) -> None:
+    """Poll `/server_info` until the webserver answers, failing fast if it exits."""
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(
+                f"dagster-webserver exited with {process.returncode}:\n{log.read_text()[-4000:]}"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(
+        f"dagster-webserver not ready after {STARTUP_TIMEOUT_S:.0f} s:\n{log.read_text()[-4000:]}"
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM the webserver's process group (webserver + code server), SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError):  # a code server still shutting down
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Webserver]:
+    """The webserver on a temporary instance holding real materializations of Tier 1.
+
+    Loading the code location dominates the start-up, so the webserver is launched first and
+    the in-process materialization runs while it loads; the UI reads the instance per query.
+    """
+    tmp = tmp_path_factory.mktemp("webserver")
+    home = tmp / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    instance = DagsterInstance.from_config(str(home))
+    instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "RAG_EVAL_WAREHOUSE": str(tmp / "warehouse"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    log = tmp / "webserver.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(WEBSERVER), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the code server stops with it
+        )
+    started = time.monotonic()
+    try:
+        result = materialize(
+            [*ALL_ASSETS, *ALL_CHECKS],
+            selection=AssetSelection.assets(*TIER1_SLICE),
+            partition_key=evaluation_partition_key(VERSION, DATE),
+            instance=instance,
+            resources=evaluation_resources(tmp, embedder),
+        )
+        assert result.success
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(url, process, log, deadline=started + STARTUP_TIMEOUT_S)
+        yield Webserver(url, process)
+    finally:
+        stop(process)
+        instance.dispose()
+
+
+@pytest.fixture(scope="module")
+def asset_nodes(webserver: Webserver) -> dict[str, dict]:
+    nodes = webserver.graphql(ASSET_GRAPH_QUERY)["assetNodes"]
+    return {"/".join(node["assetKey"]["path"]): node for node in nodes}
+
+
+def keys(entries: list[dict]) -> set[str]:
+    return {"/".join(entry["path"]) for entry in entries}
+
+
+def test_server_info_names_the_installed_dagster(webserver: Webserver) -> None:
+    with urllib.request.urlopen(f"{webserver.url}/server_info", timeout=5) as response:
+        info = json.loads(response.read())
+    import dagster
+
+    assert info["dagster_version"] == dagster.__version__
+
+
+def test_every_tier_asset_is_in_its_group(asset_nodes: dict[str, dict]) -> None:
+    assert {name: asset_nodes.get(name, {}).get("groupName") for name in GROUPS} == GROUPS
+    ungrouped = [name for name, node in asset_nodes.items() if node["groupName"] == "default"]
+    assert not ungrouped, f"assets in Dagster's 'default' group: {ungrouped}"
+    for name, node in asset_nodes.items():
+        assert node["description"], f"{name} has no description in the UI"
+        assert node["isPartitioned"], name
+
+
+def test_lineage_edges_follow_the_tiers(asset_nodes: dict[str, dict]) -> None:
+    def upstream(name: str) -> set[str]:
+        return keys(asset_nodes[name]["dependencyKeys"])
+
+    def downstream(name: str) -> set[str]:
+        return keys(asset_nodes[name]["dependedByKeys"])
+
+    assert upstream("golden_dataset") == set()
+    assert upstream("corpus_embeddings") == {"golden_dataset"}
+    assert upstream("embedding_quality") >= {"corpus_embeddings"}
+    assert upstream("retrieval_runs") >= {"golden_dataset", "corpus_embeddings"}
+    assert upstream("retrieval_metrics") >= {"retrieval_runs"}
+    assert upstream("retrieval_quality") == {"retrieval_metrics"}
+    assert "generation_judgments" in downstream("ideal_context_generations")
+    assert "generation_quality" in downstream("generation_judgments")
+    assert "e2e_judgments" in downstream("e2e_generations")
+    assert "e2e_quality" in downstream("e2e_judgments")
+    quality_assets = {
+        "embedding_quality",
+        "retrieval_quality",
+        "generation_quality",
+        "e2e_quality",
+        "judge_reliability",
+        "show_judge_quality",
+        "ux_metrics",
+    }
+    assert quality_assets <= upstream("evaluation_scorecard")
+    for name in quality_assets:
+        assert "evaluation_scorecard" in downstream(name), name
+    # the edges are symmetric: every upstream edge is someone's downstream edge
+    for name, node in asset_nodes.items():
+        for parent in keys(node["dependencyKeys"]):
+            assert name in downstream(parent), (parent, name)
+
+
+def test_partitions_are_dataset_version_by_date(asset_nodes: dict[str, dict]) -> None:
+    for name, node in asset_nodes.items():
+        definition = node["partitionDefinition"]
+        assert definition["type"] == "MULTIPARTITIONED", name
+        dimensions = {d["name"]: d for d in definition["dimensionTypes"]}
+        assert set(dimensions) == {"dataset_version", "date"}, name
+        assert dimensions["dataset_version"]["type"] == "DYNAMIC"
+        assert dimensions["dataset_version"]["dynamicPartitionsDefinitionName"] == DATASET_VERSION
+        assert dimensions["date"]["type"] == "TIME_WINDOW"
+
+
+def test_latest_materialization_has_partition_key_and_float_metadata(
+    webserver: Webserver,
+) -> None:
+    data = webserver.graphql(
+        LATEST_MATERIALIZATION_QUERY, {"key": {"path": ["retrieval_quality"]}}
+    )["assetOrError"]
+    assert data["__typename"] == "Asset"
+    [latest] = data["assetMaterializations"]
+    assert latest["partition"] == f"{VERSION}|{DATE}"
+    floats = {
+        entry["label"]: entry["floatValue"]
+        for entry in latest["metadataEntries"]
+        if entry["__typename"] == "FloatMetadataEntry"
+    }
+    # scifact-test has a single system (its shipped `reranked` run), so the plotted keys are the
+    # bare metric names (`<system>/<metric>` only with several systems)
+    assert {"hit_rate@1", "mrr", "ndcg@10", "recall@10", "map"} <= set(floats), sorted(floats)
+    assert all(value is None or 0.0 <= value <= 1.0 for value in floats.values()), floats
+    assert any(entry["label"] == "summary" for entry in latest["metadataEntries"])
+    dimensions = {
+        d["name"]: d["partitionKeys"] for d in data["definition"]["partitionKeysByDimension"]
+    }
+    assert dimensions["dataset_version"] == [VERSION]
+    assert DATE in dimensions["date"]
+
+
+def test_partition_stats_count_the_materialized_partition(webserver: Webserver) -> None:
+    node = webserver.graphql(PARTITION_STATUS_QUERY, {"key": {"path": ["retrieval_quality"]}})[
+        "assetNodeOrError"
+    ]
+    assert node["__typename"] == "AssetNode"
+    assert node["partitionStats"]["numMaterialized"] == 1
+
+
+def test_scorecard_checks_are_listed(asset_nodes: dict[str, dict]) -> None:
+    checks = asset_nodes["evaluation_scorecard"]["assetChecksOrError"]
+    assert checks["__typename"] == "AssetChecks"
+    names = {check["name"] for check in checks["checks"]}
+    assert {"scorecard_thresholds", "scorecard_regressions"} <= names
+    assert all(check["description"] for check in checks["checks"])
+    for judged in ("generation_judgments", "e2e_judgments"):
+        judged_checks = asset_nodes[judged]["assetChecksOrError"]["checks"]
+        assert {check["name"] for check in judged_checks} == {f"{judged}_error_rate"}
