@@ -48,3 +48,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) data/warehouse data/cache .dagster_home
+
+ui-screenshot: $(STAMP) $(DAGSTER_HOME)
+	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/pip install --quiet playwright
+	$(BIN)/python scripts/ui_screenshots.py

@@ -111,6 +111,9 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     run_frames: list[pd.DataFrame] = []
     run_validators: list[TableValidator] = []
     for path in sorted((folder / "runs").glob("*.trec")):
+        if not path.is_file():
+            issues.append(ValidationIssue(f"runs/{path.name}", "is not a file"))
+            continue
         try:
             raw_run = read_trec_run(path)
         except DatasetError as error:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +31,23 @@ def _with_lines(frame: pd.DataFrame, lines: list[int] | np.ndarray) -> pd.DataFr
 def _ids_as_str(frame: pd.DataFrame) -> pd.DataFrame:
     for column in ID_COLUMNS:
         if column in frame.columns:
-            frame[column] = frame[column].map(lambda v: v if v is None or pd.isna(v) else str(v))
+            frame[column] = frame[column].map(
+                lambda v: str(v) if isinstance(v, str | int | float) and v == v else v
+            )
     return frame
+
+
+def _text_lines(path: Path) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of every line; text is None for a line that is not valid UTF-8."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield number, raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield number, None
+
+
+NOT_UTF8 = "not valid UTF-8 text (save the file as UTF-8)"
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
@@ -39,28 +55,22 @@ def read_jsonl(path: Path) -> pd.DataFrame:
     records: list[dict] = []
     lines: list[int] = []
     issues: list[ValidationIssue] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
+    for number, text in _text_lines(path):
+        if text is not None and not text.strip():
+            continue
+        problem = NOT_UTF8 if text is None else None
+        if text is not None:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
-                issues.append(
-                    ValidationIssue(
-                        path.name, f"invalid JSON: {error.msg}", len(records) + 1, line=number
-                    )
-                )
-                continue
-            if not isinstance(record, dict):
-                issues.append(
-                    ValidationIssue(
-                        path.name, "each line must be a JSON object", len(records) + 1, line=number
-                    )
-                )
-                continue
-            records.append(record)
-            lines.append(number)
+                problem = f"invalid JSON: {error.msg}"
+            else:
+                problem = None if isinstance(record, dict) else "each line must be a JSON object"
+        if problem:
+            issues.append(ValidationIssue(path.name, problem, len(records) + 1, line=number))
+            continue
+        records.append(record)
+        lines.append(number)
     if issues:
         raise DatasetError(str(path), issues)
     return _with_lines(_ids_as_str(pd.DataFrame.from_records(records)), lines)
@@ -72,6 +82,10 @@ def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
         frame = pd.read_csv(
             path, sep=delimiter, dtype=str, keep_default_na=False, quoting=csv.QUOTE_MINIMAL
         )
+    except pd.errors.EmptyDataError as error:
+        raise DatasetError(
+            str(path), [ValidationIssue(path.name, "empty file: a header row is required")]
+        ) from error
     except (pd.errors.ParserError, UnicodeDecodeError) as error:
         raise DatasetError(
             str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
@@ -129,24 +143,23 @@ def _read_whitespace_lines(path: Path, columns: tuple[str, ...]) -> pd.DataFrame
     rows: list[list[str]] = []
     lines: list[int] = []
     issues: list[ValidationIssue] = []
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, text in enumerate(handle, start=1):
-            parts = text.split()
-            if not parts:
-                continue
-            if len(parts) != len(columns):
-                issues.append(
-                    ValidationIssue(
-                        path.name,
-                        f"expected {len(columns)} whitespace-separated fields "
-                        f"({' '.join(columns)}), found {len(parts)}",
-                        len(rows) + 1,
-                        line=number,
-                    )
+    for number, text in _text_lines(path):
+        parts = [] if text is None else text.split()
+        if text is not None and not parts:
+            continue
+        if text is None or len(parts) != len(columns):
+            problem = (
+                NOT_UTF8
+                if text is None
+                else (
+                    f"expected {len(columns)} whitespace-separated fields "
+                    f"({' '.join(columns)}), found {len(parts)}"
                 )
-                continue
-            rows.append(parts)
-            lines.append(number)
+            )
+            issues.append(ValidationIssue(path.name, problem, len(rows) + 1, line=number))
+            continue
+        rows.append(parts)
+        lines.append(number)
     if issues:
         raise DatasetError(str(path), issues)
     return _with_lines(pd.DataFrame(rows, columns=list(columns), dtype=str), lines)

@@ -9,6 +9,7 @@ pipeline never re-parses input.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -120,10 +121,27 @@ class TableValidator:
         self.report(unknown, column, f"unknown id: not in {target}")
 
 
+def is_missing(value: object) -> bool:
+    """None, NaN and pandas NA (and never a list or other container)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _is_scalar(value: object) -> bool:
+    return isinstance(value, str | int | float | np.integer | np.floating) and not isinstance(
+        value, bool
+    )
+
+
 def _coerce_id(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
-    """Ids as stripped strings (pandas' vectorized string dtype); blank ids are bad."""
-    text = values.astype("str").str.strip()
-    bad = ~missing & text.fillna("").eq("").to_numpy()
+    """Ids as stripped strings (pandas' vectorized string dtype); blank, boolean or container
+    values (lists, objects) are bad."""
+    not_scalar = (
+        ~values.map(lambda v: is_missing(v) or _is_scalar(v)).to_numpy(dtype=bool)
+        if values.dtype == object
+        else np.zeros(len(values), dtype=bool)
+    )
+    text = values.where(~not_scalar, None).astype("str").str.strip()
+    bad = ~missing & (not_scalar | text.fillna("").eq("").to_numpy())
     return text, bad
 
 
@@ -136,8 +154,13 @@ def _coerce_text(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
 def _coerce_number(
     values: pd.Series, missing: np.ndarray, integer: bool
 ) -> tuple[pd.Series, np.ndarray]:
-    numeric = pd.to_numeric(values, errors="coerce")
-    bad = ~missing & numeric.isna().to_numpy()
+    numeric = pd.to_numeric(
+        values.map(lambda v: v if is_missing(v) or _is_scalar(v) else None)
+        if values.dtype == object
+        else values,
+        errors="coerce",
+    )
+    bad = ~missing & ~np.isfinite(numeric.to_numpy(dtype=float, na_value=np.nan))
     if integer:
         as_float = numeric.to_numpy(dtype=float)
         bad |= ~missing & ~bad & (np.floor(as_float) != as_float)
@@ -158,7 +181,7 @@ def _coerce_bool(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
             return False
         return None
 
-    parsed = values.map(lambda v: None if v is None or pd.isna(v) else parse(v))
+    parsed = values.map(lambda v: None if is_missing(v) else parse(v))
     bad = ~missing & parsed.isna().to_numpy()
     return parsed.astype(object), bad
 
@@ -166,7 +189,8 @@ def _coerce_bool(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
 def _coerce_list(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
     def parse(value: object) -> list[str] | None:
         if isinstance(value, list | tuple | np.ndarray):
-            return [str(item) for item in value]
+            items = list(value)
+            return [str(item) for item in items] if all(map(_is_scalar, items)) else None
         if isinstance(value, str):
             text = value.strip()
             if text.startswith("["):
@@ -174,13 +198,13 @@ def _coerce_list(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
                     items = json.loads(text)
                 except json.JSONDecodeError:
                     return None
-                return [str(item) for item in items] if isinstance(items, list) else None
+                if not isinstance(items, list) or not all(map(_is_scalar, items)):
+                    return None
+                return [str(item) for item in items]
             return [part.strip() for part in text.split("|") if part.strip()]
         return None
 
-    parsed = values.map(
-        lambda v: None if v is None or (np.ndim(v) == 0 and pd.isna(v)) else parse(v)
-    )
+    parsed = values.map(lambda v: None if is_missing(v) else parse(v))
     bad = ~missing & parsed.isna().to_numpy()
     return parsed.astype(object), bad
 
