@@ -9,11 +9,14 @@ the previous good partition intact (Dagster's base class opens the target for wr
 truncates it). On object stores a single PUT is already all-or-nothing.
 """
 
+import ctypes
+import fcntl
 import os
 import shutil
 import tempfile
-import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,9 @@ from pydantic import Field
 from upath import UPath
 
 from rag_eval_pipeline.settings import WAREHOUSE_URL
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
 
 
 class MissingPartitionError(FileNotFoundError):
@@ -60,8 +66,65 @@ def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
         raise
 
 
+@cache
+def _renameat2() -> Callable[..., int] | None:
+    """Linux `renameat2`, whose RENAME_EXCHANGE swaps two paths atomically (None elsewhere)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    function = getattr(libc, "renameat2", None)
+    if function is not None:
+        function.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint,
+        ]
+    return function
+
+
+def _swap_directories(staging: Path, target: Path) -> None:
+    """Put `staging` at `target`; the previous `target` ends up at `staging`.
+
+    With RENAME_EXCHANGE the swap is one atomic step, so a reader never finds `target`
+    missing; where it is unsupported, two renames leave a microsecond-long gap.
+    """
+    exchange = _renameat2()
+    if (
+        exchange is not None
+        and target.exists()
+        and (
+            exchange(
+                _AT_FDCWD, os.fsencode(staging), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE
+            )
+            == 0
+        )
+    ):
+        return
+    retired = staging.with_name(staging.name + ".old")
+    if target.exists():
+        os.replace(target, retired)
+    os.replace(staging, target)
+    if retired.exists():
+        os.replace(retired, staging)
+
+
+@contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """Serialize writers of one folder's entries across threads and processes (flock)."""
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> None:
-    """Write a folder of tables; locally it is built aside and swapped in with renames."""
+    """Write a folder of tables; locally it is built aside and swapped in atomically.
+
+    Concurrent writers of the same partition are serialized with a lock on the parent folder,
+    and readers always find a complete folder (the old one or the new one).
+    """
     if not _is_local(path):
         for name, frame in tables.items():
             write_parquet_atomically(frame, path / f"{name}.parquet")
@@ -72,14 +135,10 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
     try:
         for name, frame in tables.items():
             frame.to_parquet(staging / f"{name}.parquet", index=False)
-        retired = target.with_name(f".{target.name}.{uuid.uuid4().hex}.old")
-        if target.exists():
-            os.replace(target, retired)
-        os.replace(staging, target)
-        shutil.rmtree(retired, ignore_errors=True)
-    except BaseException:
+        with _exclusive(target.parent):
+            _swap_directories(staging, target)
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def read_parquet(path: UPath) -> pd.DataFrame:
