@@ -77,7 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     selection = (
-        AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph())
+        sorted(AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph()))
         if args.select
         else None
     )

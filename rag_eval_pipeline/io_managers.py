@@ -28,7 +28,10 @@ from dagster import (
     OutputContext,
     UPathIOManager,
 )
-from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+from dagster._core.storage.upath_io_manager import (
+    escape_dotdot_segments,
+    escape_leading_slash,
+)
 from pydantic import Field
 from upath import UPath
 
@@ -155,8 +158,8 @@ class ParquetIOManager(UPathIOManager):
     extension: str = ".parquet"
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
-        """Escape `..` segments too: partition keys can never climb out of the base."""
-        return base_path / escape_dotdot_segments(partition)
+        """Escape a leading `/` and `..` segments: partition keys never climb out of the base."""
+        return base_path / escape_dotdot_segments(escape_leading_slash(partition))
 
     def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
         if isinstance(obj, pd.DataFrame):

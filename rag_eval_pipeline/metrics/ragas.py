@@ -143,7 +143,9 @@ def ragas_answer_relevance(
     generated_embeddings: np.ndarray,
     noncommittal: bool = False,
 ) -> float:
-    """RAGAS answer relevancy: mean_i cos(E(question), E(generated_i)) × (1 − noncommittal).
+    """RAGAS answer relevancy: mean_i cos(E(question), E(generated_i)) × (1 − noncommittal),
+    clipped to [0, 1] (a negative mean cosine means unrelated questions and scores 0, so every
+    judge score stays in the unit interval).
 
     `generated_embeddings` holds one row per question generated back from the answer. A
     noncommittal answer ("I don't know") scores 0, as in RAGAS. No generated question raises
@@ -157,4 +159,4 @@ def ragas_answer_relevance(
         raise UndefinedScoreError("zero embedding vector")
     if noncommittal:
         return 0.0
-    return float(similarities.mean())
+    return float(np.clip(similarities.mean(), 0.0, 1.0))
