@@ -35,7 +35,7 @@ SELECTION = [
     "retrieval_metrics",
     "retrieval_quality",
 ]
-TIMEOUT_S = 400
+TIMEOUT_S = 900
 ONE_RUN_AT_A_TIME = {
     "run_coordinator": {
         "module": "dagster._core.run_coordinator",
