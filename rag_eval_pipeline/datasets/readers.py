@@ -166,8 +166,8 @@ def _read_whitespace_lines(path: Path, columns: tuple[str, ...]) -> pd.DataFrame
 
 
 def _first_line(path: Path) -> str:
-    with open(path, encoding="utf-8") as handle:
-        return handle.readline()
+    with open(path, "rb") as handle:
+        return handle.readline().decode("utf-8", errors="replace")
 
 
 def read_qrels(path: Path) -> pd.DataFrame:

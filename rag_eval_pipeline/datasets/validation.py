@@ -163,7 +163,7 @@ def _coerce_number(
     bad = ~missing & ~np.isfinite(numeric.to_numpy(dtype=float, na_value=np.nan))
     if integer:
         as_float = numeric.to_numpy(dtype=float)
-        bad |= ~missing & ~bad & (np.floor(as_float) != as_float)
+        bad |= ~missing & ~bad & ((np.floor(as_float) != as_float) | (np.abs(as_float) >= 2**63))
         if bad.any():
             return numeric, bad
         return numeric.astype("Int64" if missing.any() else "int64"), bad

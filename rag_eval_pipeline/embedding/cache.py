@@ -53,6 +53,11 @@ class EmbeddingCache:
         self._refresh()
         return [self._vectors.get(key) for key in keys]
 
+    def dimension(self) -> int | None:
+        """The length of the cached vectors, or None when the cache is empty."""
+        self._refresh()
+        return len(next(iter(self._vectors.values()))) if self._vectors else None
+
     def store(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Persist new vectors atomically as one new shard."""
         if len(keys) == 0:

@@ -84,21 +84,26 @@ class Embedder:
                 key: i for i, (key, vec) in enumerate(zip(keys, cached, strict=True)) if vec is None
             }.values()
         )
-        fresh = self._embed([texts[i] for i in missing])
-        if self._cache is not None:
+        if not texts:
+            self.last_stats = EncodeStats()
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        fresh = self._embed([texts[i] for i in missing]) if missing else None
+        if self._cache is not None and fresh is not None:
             self._cache.store([keys[i] for i in missing], fresh)
-        by_key = {keys[i]: fresh[row] for row, i in enumerate(missing)}
+        by_key = {keys[i]: fresh[row] for row, i in enumerate(missing)} if fresh is not None else {}
         vectors = [
             vec if vec is not None else by_key[key] for key, vec in zip(keys, cached, strict=True)
         ]
         self.last_stats = EncodeStats(from_cache=len(texts) - len(missing), embedded=len(missing))
-        if not vectors:
-            return np.zeros((0, self.dimension), dtype=np.float32)
         return np.vstack(vectors).astype(np.float32, copy=False)
 
     @property
     def dimension(self) -> int:
-        """The embedding size of the model."""
+        """The embedding size of the model (read from the cache when it holds a vector, so a fully
+        cached run never loads the model)."""
+        cached = self._cache.dimension() if self._cache is not None else None
+        if cached is not None:
+            return cached
         return int(_load_model(resolve_model_path(self.model)).get_embedding_dimension())
 
     def _embed(self, texts: list[str]) -> np.ndarray:
