@@ -11,6 +11,7 @@ truncates it). On object stores a single PUT is already all-or-nothing.
 
 import ctypes
 import fcntl
+import json
 import os
 import shutil
 import tempfile
@@ -37,6 +38,7 @@ from upath import UPath
 
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 
+TABLES_MANIFEST = "_tables.json"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -131,6 +133,8 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
     if not _is_local(path):
         for name, frame in tables.items():
             write_parquet_atomically(frame, path / f"{name}.parquet")
+        with (path / TABLES_MANIFEST).open("w") as handle:
+            json.dump(sorted(tables), handle)
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +142,7 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
     try:
         for name, frame in tables.items():
             frame.to_parquet(staging / f"{name}.parquet", index=False)
+        (staging / TABLES_MANIFEST).write_text(json.dumps(sorted(tables)))
         with _exclusive(target.parent):
             _swap_directories(staging, target)
     finally:
@@ -150,6 +155,17 @@ def read_parquet(path: UPath) -> pd.DataFrame:
         return pd.read_parquet(path.path)
     with path.open("rb") as handle:
         return pd.read_parquet(handle)
+
+
+def read_tables(folder: UPath) -> dict[str, pd.DataFrame]:
+    """The tables of a folder written by `write_tables_atomically`.
+
+    The names come from the folder's manifest, read by path like every table, so a reader
+    never lists a folder that a concurrent writer is swapping out and removing.
+    """
+    with (folder / TABLES_MANIFEST).open("r") as handle:
+        names = json.load(handle)
+    return {name: read_parquet(folder / f"{name}.parquet") for name in names}
 
 
 class ParquetIOManager(UPathIOManager):
@@ -177,11 +193,7 @@ class ParquetIOManager(UPathIOManager):
             return read_parquet(path)
         folder = path.with_suffix("")
         if folder.exists():
-            return {
-                part.stem: read_parquet(part)
-                for part in sorted(folder.iterdir(), key=lambda p: p.name)
-                if part.name.endswith(".parquet")
-            }
+            return read_tables(folder)
         asset = context.asset_key.to_user_string() if context.has_asset_key else "input"
         raise MissingPartitionError(
             f"No stored data for '{asset}' at {path}: materialize that asset for this partition "

@@ -49,6 +49,7 @@ def test_materialize_writes_documented_paths(
     assert result.success
     golden = tmp_path / "warehouse" / "golden_dataset" / "scifact-test" / "2026-11-21"
     assert sorted(p.name for p in golden.iterdir()) == [
+        "_tables.json",
         "qrels.parquet",
         "queries.parquet",
         "runs.parquet",

@@ -57,6 +57,7 @@ def test_crash_mid_write_of_table_folder_keeps_previous_folder(tmp_path: Path) -
             {"queries": good["queries"], "qrels": unserializable_frame()}, target
         )
     assert sorted(p.name for p in Path(target.path).iterdir()) == [
+        "_tables.json",
         "qrels.parquet",
         "queries.parquet",
     ]
