@@ -51,7 +51,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -266,29 +266,7 @@ class OfflineJudge:
             ),
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
-        rows = []
-        for problem, claim, context in zip(problems, claims, evidence, strict=True):
-            if problem:
-                rows.append({"score": math.nan, "error": problem})
-                continue
-            best = self.support(claim, context)
-            supported = [bool(b >= self.threshold) for b in best]
-            score, error = attempt(faithfulness_score, supported)
-            reply = {
-                "claims": [
-                    {"claim": text, "supported": flag, "support": _rounded(b)}
-                    for text, flag, b in zip(claim.texts, supported, best, strict=True)
-                ]
-            }
-            rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_claims": len(supported),
-                    "n_supported": sum(supported),
-                }
-            )
+        rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
         return self._frame("faithfulness", rows, start)
 
     def answer_relevance(
@@ -486,29 +464,7 @@ class OfflineJudge:
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
-        rows = []
-        for problem, claim, context in zip(problems, claims, evidence, strict=True):
-            if problem:
-                rows.append({"score": math.nan, "error": problem})
-                continue
-            best = self.support(claim, context)
-            attributed = [bool(b >= self.threshold) for b in best]
-            score, error = attempt(context_recall, attributed)
-            reply = {
-                "claims": [
-                    {"claim": text, "attributed": flag, "support": _rounded(b)}
-                    for text, flag, b in zip(claim.texts, attributed, best, strict=True)
-                ]
-            }
-            rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_claims": len(attributed),
-                    "n_attributed": sum(attributed),
-                }
-            )
+        rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
         return self._frame("context_recall", rows, start)
 
     def answer_correctness(
@@ -569,6 +525,41 @@ class OfflineJudge:
                 }
             )
         return self._frame("answer_correctness", rows, start)
+
+    def _claim_rows(
+        self,
+        problems: Sequence[str | None],
+        claims: Sequence[Any],
+        evidence: Sequence[Any],
+        flag: str,
+        metric: Callable[[Sequence[bool]], float],
+    ) -> list[dict[str, Any]]:
+        """Rows for a claims-vs-evidence metric: each claim is `flag`-ged when some evidence
+        sentence supports it, and the score is `metric` of those flags."""
+        rows: list[dict[str, Any]] = []
+        for problem, claim, context in zip(problems, claims, evidence, strict=True):
+            if problem:
+                rows.append({"score": math.nan, "error": problem})
+                continue
+            best = self.support(claim, context)
+            flags = [bool(b >= self.threshold) for b in best]
+            score, error = attempt(metric, flags)
+            reply = {
+                "claims": [
+                    {"claim": text, flag: value, "support": _rounded(b)}
+                    for text, value, b in zip(claim.texts, flags, best, strict=True)
+                ]
+            }
+            rows.append(
+                {
+                    "score": score,
+                    "error": error,
+                    "raw_reply": _dumps(reply),
+                    "n_claims": len(flags),
+                    f"n_{flag}": sum(flags),
+                }
+            )
+        return rows
 
     def _frame(self, metric: str, rows: list[dict[str, Any]], start: float) -> pd.DataFrame:
         latency_ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
