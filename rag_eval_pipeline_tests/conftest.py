@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -27,6 +28,10 @@ from rag_eval_pipeline.resources import (
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
+SHIPPED_INSTANCE_CONFIG = PROJECT_ROOT / "dagster.yaml"
+SHIPPED_STORAGE = {
+    "storage": yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))["storage"]
+}
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +42,8 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 
 @pytest.fixture
 def dagster_instance() -> Iterator[DagsterInstance]:
-    """A real, temporary Dagster instance (SQLite storage in a temp folder)."""
-    with instance_for_test() as instance:
+    """A real, temporary Dagster instance with the shipped storage (SQLite in a temp folder)."""
+    with instance_for_test(overrides=SHIPPED_STORAGE) as instance:
         yield instance
 
 

@@ -24,7 +24,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
 )
 
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, SHIPPED_STORAGE
 
 VERSIONS = ["demo-v1", "scifact-test"]
 DATES = ["2026-11-19", "2026-11-20"]
@@ -37,11 +37,12 @@ SELECTION = [
 ]
 TIMEOUT_S = 900
 ONE_RUN_AT_A_TIME = {
+    **SHIPPED_STORAGE,
     "run_coordinator": {
         "module": "dagster._core.run_coordinator",
         "class": "QueuedRunCoordinator",
         "config": {"max_concurrent_runs": 1},
-    }
+    },
 }
 
 

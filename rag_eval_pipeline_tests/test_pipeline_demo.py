@@ -34,7 +34,11 @@ from rag_eval_pipeline.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.sensors import regression_alert_sensor
-from rag_eval_pipeline_tests.conftest import evaluation_resources, report_config
+from rag_eval_pipeline_tests.conftest import (
+    SHIPPED_STORAGE,
+    evaluation_resources,
+    report_config,
+)
 from rag_eval_pipeline_tests.test_regression import Receiver
 
 VERSION, DAY1, DAY2 = "demo-v1", "2026-11-20", "2026-11-21"
@@ -61,7 +65,7 @@ class DemoRuns:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[DemoRuns]:
     tmp = tmp_path_factory.mktemp("demo")
-    with instance_for_test() as instance:
+    with instance_for_test(overrides=SHIPPED_STORAGE) as instance:
         instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
         runs = [
             materialize(

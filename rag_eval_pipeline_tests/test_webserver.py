@@ -25,13 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from dagster import AssetSelection, DagsterInstance, materialize
 
 from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline_tests.conftest import PROJECT_ROOT, evaluation_resources
+from rag_eval_pipeline_tests.conftest import (
+    PROJECT_ROOT,
+    SHIPPED_INSTANCE_CONFIG,
+    evaluation_resources,
+)
 
 VERSION = "scifact-test"
 DATE = "2026-11-20"
@@ -186,7 +191,9 @@ def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> I
     tmp = tmp_path_factory.mktemp("webserver")
     home = tmp / "dagster_home"
     home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
+    config["storage"]["custom"]["config"]["base_dir"] = str(home)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     instance = DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
 

@@ -1,0 +1,90 @@
+"""The shipped instance storage: Dagster's SQLite files, pooled connections, nothing lost.
+
+Runs real materializations on instances built from the shipped ``dagster.yaml`` and reads them
+back through a second, independent instance on the same folder (what the webserver and the
+daemon do), across more runs than the engine LRU holds, and after a wipe.
+"""
+
+import logging
+from pathlib import Path
+
+import yaml
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    DagsterInstance,
+    MaterializeResult,
+    StaticPartitionsDefinition,
+    asset,
+    materialize,
+)
+
+from rag_eval_pipeline.instance_storage import (
+    MAX_OPEN_ENGINES,
+    PooledSqliteEventLogStorage,
+    PooledSqliteRunStorage,
+    PooledSqliteStorage,
+)
+from rag_eval_pipeline_tests.conftest import SHIPPED_INSTANCE_CONFIG
+
+RUNS = MAX_OPEN_ENGINES + 4
+PARTITIONS = StaticPartitionsDefinition([f"p{i}" for i in range(RUNS)])
+
+
+@asset(partitions_def=PARTITIONS)
+def counted(context: AssetExecutionContext) -> MaterializeResult:
+    """One float per partition, so every materialization is distinguishable."""
+    context.log.info("materializing %s", context.partition_key)
+    return MaterializeResult(metadata={"index": float(context.partition_key[1:])})
+
+
+def shipped_instance(home: Path) -> DagsterInstance:
+    """An instance from the shipped dagster.yaml, with its storage rooted at `home`."""
+    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
+    config["storage"]["custom"]["config"]["base_dir"] = str(home)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return DagsterInstance.from_config(str(home))
+
+
+def indexes(instance: DagsterInstance) -> list[float]:
+    records = instance.fetch_materializations(AssetKey("counted"), limit=1000, ascending=True)
+    return [r.asset_materialization.metadata["index"].value for r in records.records]
+
+
+def test_shipped_config_selects_the_pooled_storage(tmp_path: Path) -> None:
+    with shipped_instance(tmp_path / "home") as instance:
+        assert isinstance(instance.get_ref().storage, PooledSqliteStorage)
+        assert isinstance(instance.run_storage, PooledSqliteRunStorage)
+        assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+
+
+def test_runs_beyond_the_engine_pool_stay_readable_by_another_instance(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with shipped_instance(home) as writer:
+        results = [
+            materialize([counted], partition_key=key, instance=writer)
+            for key in PARTITIONS.get_partition_keys()
+        ]
+        assert all(result.success for result in results)
+        with DagsterInstance.from_config(str(home)) as reader:
+            assert indexes(reader) == [float(i) for i in range(RUNS)]
+            for result in results:
+                logs = reader.all_logs(result.run_id)
+                info = [e.user_message for e in logs if e.level == logging.INFO]
+                assert info == [f"materializing {result.dagster_run.tags['dagster/partition']}"]
+                assert reader.get_run_by_id(result.run_id).is_success
+        assert indexes(writer) == [float(i) for i in range(RUNS)]
+
+
+def test_wipe_then_new_runs_are_stored(tmp_path: Path) -> None:
+    with shipped_instance(tmp_path / "home") as instance:
+        first = materialize([counted], partition_key="p1", instance=instance)
+        instance.wipe()
+        assert instance.get_runs() == []
+        assert indexes(instance) == []
+        again = materialize([counted], partition_key="p2", instance=instance)
+        assert again.success
+        assert indexes(instance) == [2.0]
+        assert instance.all_logs(first.run_id) == []
+        assert len(instance.all_logs(again.run_id)) > 5
