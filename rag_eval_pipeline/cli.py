@@ -1,7 +1,7 @@
 """`rag-eval`: validate dataset folders, run evaluations on the persistent instance, read results.
 
 rag-eval validate PATH
-rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION]
+rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION] [--force]
 rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
 """
 
@@ -18,6 +18,8 @@ import pandas as pd
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, WAREHOUSE_URL
+
+FINGERPRINT_TAG = "rag_eval/fingerprint"
 
 
 def _today() -> str:
@@ -53,16 +55,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Register dataset versions and materialize the selected assets for each on one date."""
+    """Register dataset versions and materialize the selected assets for each on one date.
+
+    A partition already materialized successfully from the same inputs (its `run_fingerprint`)
+    whose outputs are still in the warehouse is skipped unless ``--force`` is given.
+    """
     _ensure_dagster_home()
-    from dagster import AssetSelection, DagsterInstance
+    from dagster import AssetSelection, DagsterInstance, DagsterRunStatus, RunsFilter
+    from upath import UPath
 
     from rag_eval_pipeline.definitions import defs
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
     from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
     from rag_eval_pipeline.resources import DatasetsResource
+    from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
 
-    scan = DatasetsResource().scan()
+    datasets = DatasetsResource()
+    scan = datasets.scan()
     for name, reason in scan.invalid.items():
         print(f"skipping dataset folder {name!r}: {reason}", file=sys.stderr)
     versions = args.dataset_version or scan.valid
@@ -76,20 +86,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     if new:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
+    asset_graph = defs.resolve_asset_graph()
     selection = (
-        sorted(AssetSelection.from_string(args.select).resolve(defs.resolve_asset_graph()))
+        sorted(AssetSelection.from_string(args.select).resolve(asset_graph))
         if args.select
         else None
     )
+    selected_assets = [
+        "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
+    ]
     failed = []
     for version in versions:
         key = evaluation_partition_key(version, args.date)
+        fingerprint = partition_fingerprint(
+            version_dir=Path(datasets.root) / version,
+            version=version,
+            date=args.date,
+            store=WarehouseStore(WAREHOUSE_URL),
+            selection=selected_assets if selection else None,
+        )
+        tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
+        if fingerprint and not args.force:
+            previous = instance.get_runs(
+                filters=RunsFilter(
+                    tags={"dagster/partition": str(key), **tags},
+                    statuses=[DagsterRunStatus.SUCCESS],
+                ),
+                limit=1,
+            )
+            if previous and outputs_present(
+                UPath(WAREHOUSE_URL), selected_assets, version, args.date
+            ):
+                print(
+                    f"{key} is up to date: run {previous[0].run_id} materialized it from the "
+                    "same data, code and configuration (--force runs it again)"
+                )
+                continue
         print(f"materializing {key} ...", flush=True)
         result = job.execute_in_process(
             partition_key=key,
             instance=instance,
             asset_selection=selection,
             raise_on_error=False,
+            tags=tags,
             run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
         )
         print(f"  {'ok' if result.success else 'FAILED'}: run {result.run_id}")
@@ -205,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--date", type=_valid_date, default=_today(), help="default: today (UTC)")
     run.add_argument("--select", help="Dagster asset selection, e.g. 'retrieval_metrics+'")
     run.add_argument("--log-level", default="WARNING", help="Dagster console log level")
+    run.add_argument(
+        "--force", action="store_true", help="materialize even partitions that are up to date"
+    )
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
     scorecard.add_argument("--dataset-version", action="append", help="default: all")

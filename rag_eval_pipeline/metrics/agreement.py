@@ -15,7 +15,6 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-from scipy.stats import rankdata
 
 __all__ = ["agreement_table", "bin_scores", "cohen_kappa", "spearman"]
 
@@ -107,6 +106,8 @@ def spearman(a: ArrayLike, b: ArrayLike) -> float:
     ``a`` and ``b`` must have equal length and no missing values. Returns NaN when fewer than
     two items are given or when either input is constant.
     """
+    from scipy.stats import rankdata  # scipy.stats imports in over a second: on use
+
     first, second = _check_pair(a, b)
     if first.size < 2:
         return float("nan")

@@ -14,12 +14,15 @@ import re
 import string
 import unicodedata
 from collections.abc import Collection, Sequence
+from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from rouge_score.rouge_scorer import RougeScorer
-from rouge_score.tokenizers import Tokenizer
 from sacrebleu.metrics import BLEU
+
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
 
 __all__ = [
     "BLEU_SIGNATURE",
@@ -38,8 +41,11 @@ _CITATION = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 
 
-class UnicodeTokenizer(Tokenizer):
+class UnicodeTokenizer:
     """rouge-score's default tokenization, extended from ``[a-z0-9]`` to all Unicode letters.
+
+    It has the ``tokenize`` method rouge-score's ``Tokenizer`` interface asks for, without
+    subclassing it: importing ``rouge_score.tokenizers`` imports nltk, which takes seconds.
 
     The text is lowercased (``str.lower``) and NFC-normalized, so composed and decomposed
     accents give the same token. A token is a maximal run of letters and digits (``[^\\W_]``,
@@ -73,7 +79,16 @@ class UnicodeTokenizer(Tokenizer):
 
 
 _ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
-_ROUGE = RougeScorer(list(_ROUGE_TYPES), use_stemmer=False, tokenizer=UnicodeTokenizer())
+
+
+@cache
+def _rouge_scorer() -> RougeScorer:
+    """The scorer behind :func:`rouge_scores`, built (and rouge-score imported) on first use."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    return RougeScorer(list(_ROUGE_TYPES), use_stemmer=False, tokenizer=UnicodeTokenizer())
+
+
 _BLEU = BLEU(
     lowercase=False,
     tokenize=BLEU.TOKENIZER_DEFAULT,
@@ -107,9 +122,10 @@ def rouge_scores(predictions: Sequence[str], references: Sequence[str]) -> pd.Da
     tokens (e.g. an empty prediction, or both empty) scores 0.0.
     """
     _check_aligned("predictions", predictions, "references", references)
+    scorer = _rouge_scorer()
     rows = []
     for prediction, reference in zip(predictions, references, strict=True):
-        scores = _ROUGE.score(reference, prediction)
+        scores = scorer.score(reference, prediction)
         rows.append([scores[rouge_type].fmeasure for rouge_type in _ROUGE_TYPES])
     return pd.DataFrame(
         np.array(rows, dtype=np.float64).reshape(-1, len(_ROUGE_TYPES)),

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction.text import CountVectorizer
 
 RUN_COLUMNS = ["system", "query_id", "doc_id", "rank", "score"]
 TOKEN_PATTERN = r"(?u)\b\w+\b"
@@ -74,6 +73,8 @@ def bm25_scores(
     Tokens are lower-cased Unicode words; idf = ln(1 + (N − df + 0.5) / (df + 0.5)) (the
     non-negative Lucene variant); a query term repeated q times counts q times.
     """
+    from sklearn.feature_extraction.text import CountVectorizer  # imports in seconds: on use
+
     vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True)
     term_freq = vectorizer.fit_transform(documents).tocsr().astype(np.float64)
     n_docs = term_freq.shape[0]

@@ -1,0 +1,103 @@
+"""The fingerprint of one partition's inputs, so `rag-eval run` can skip an unchanged re-run.
+
+A partition's outputs are a function of the dataset version's files, this package's code, the
+configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
+the asset selection and the scorecards stored for the version's earlier dates (the regression
+baseline). The embedding and judge caches already make model calls on unchanged inputs free;
+the fingerprint lets the CLI skip the Dagster run itself when the same partition was already
+materialized successfully from identical inputs and its outputs are still in the warehouse.
+
+A user callable as system under test (``RAG_EVAL_SYSTEM=callable``) can change behind any
+fingerprint, so its partitions are never treated as unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from upath import UPath
+
+from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.settings import PROJECT_ROOT, THRESHOLDS_FILE
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+CONFIG_DIR = PROJECT_ROOT / "config"
+ENV_PREFIX = "RAG_EVAL_"
+UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable"})
+
+
+def _files(root: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
+
+
+def files_digest(files: Iterable[Path], root: Path) -> str:
+    """BLAKE2b of each file's path relative to `root` and its bytes, in the given order."""
+    digest = hashlib.blake2b(digest_size=20)
+    for path in files:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def code_digest() -> str:
+    """The digest of this package's Python sources: any code change makes every run new."""
+    return files_digest(_files(PACKAGE_DIR, "*.py"), PACKAGE_DIR)
+
+
+def config_digest() -> str:
+    """The digest of the project's config files and of the thresholds file in use."""
+    files = _files(CONFIG_DIR, "*") if CONFIG_DIR.exists() else []
+    digest = files_digest(files, CONFIG_DIR)
+    if THRESHOLDS_FILE.exists():
+        digest += files_digest([THRESHOLDS_FILE], THRESHOLDS_FILE.parent)
+    return digest
+
+
+def environment_items(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The ``RAG_EVAL_*`` variables, sorted: every setting the resources read."""
+    return sorted((k, v) for k, v in environ.items() if k.startswith(ENV_PREFIX))
+
+
+def baseline_digest(store: WarehouseStore, version: str, date: str) -> str:
+    """The digest of the version's scorecards stored for dates before `date`."""
+    digest = hashlib.blake2b(digest_size=20)
+    for earlier in (d for d in store.scorecard_dates(version) if d < date):
+        digest.update(earlier.encode() + b"\0")
+        digest.update(store.scorecard_path(version, earlier).read_bytes())
+    return digest.hexdigest()
+
+
+def partition_fingerprint(
+    *,
+    version_dir: Path,
+    version: str,
+    date: str,
+    store: WarehouseStore,
+    selection: Sequence[str] | None,
+    environ: Mapping[str, str] = os.environ,
+) -> str | None:
+    """The fingerprint of one partition's inputs, or None when they cannot be fingerprinted."""
+    if environ.get("RAG_EVAL_SYSTEM", "reference") in UNFINGERPRINTABLE_SYSTEMS:
+        return None
+    parts = [
+        f"dataset={files_digest(_files(version_dir, '*'), version_dir)}",
+        f"code={code_digest()}",
+        f"config={config_digest()}",
+        f"env={environment_items(environ)!r}",
+        f"selection={sorted(selection) if selection else 'all'}",
+        f"baseline={baseline_digest(store, version, date)}",
+    ]
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=20).hexdigest()
+
+
+def outputs_present(warehouse: UPath, assets: Iterable[str], version: str, date: str) -> bool:
+    """Whether every asset has its stored output (a file or a table folder) for the partition."""
+    for asset in assets:
+        path = warehouse / asset / version / f"{date}.parquet"
+        if not (path.exists() or path.with_suffix("").exists()):
+            return False
+    return True

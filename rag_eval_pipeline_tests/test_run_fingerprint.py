@@ -1,0 +1,132 @@
+"""`rag-eval run` skips a partition only when nothing it depends on changed.
+
+The fingerprint is checked against each input it covers (dataset files, environment, selection,
+the earlier scorecards that form the regression baseline), and the CLI itself is run in fresh
+processes on a persistent temporary deployment: materialize, skip, force, and re-run after the
+dataset or the stored outputs changed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from upath import UPath
+
+from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.io_managers import write_parquet_atomically
+from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT
+
+VERSION = "demo-v1"
+DATE = "2026-11-20"
+CLI_TIMEOUT_S = 300
+
+
+@pytest.fixture
+def version_dir(tmp_path: Path) -> Path:
+    copy = tmp_path / "datasets" / VERSION
+    shutil.copytree(DATASETS_DIR / VERSION, copy)
+    return copy
+
+
+def fingerprint(
+    version_dir: Path, store: WarehouseStore, selection: list[str] | None = None, **env: str
+) -> str | None:
+    return partition_fingerprint(
+        version_dir=version_dir,
+        version=VERSION,
+        date=DATE,
+        store=store,
+        selection=selection,
+        environ=env,
+    )
+
+
+def test_fingerprint_changes_with_every_input_it_covers(version_dir: Path, tmp_path: Path) -> None:
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    base = fingerprint(version_dir, store)
+    assert base is not None
+    assert fingerprint(version_dir, store) == base
+    assert fingerprint(version_dir, store, RAG_EVAL_SKIP_TOP="2") != base
+    assert fingerprint(version_dir, store, OPENAI_API_KEY="sk-unrelated") == base
+    assert fingerprint(version_dir, store, ["golden_dataset"]) != base
+
+    scorecard = pd.DataFrame({"metric": ["mrr"], "value": [0.5]})
+    write_parquet_atomically(scorecard, store.scorecard_path(VERSION, "2026-11-21"))
+    assert fingerprint(version_dir, store) == base, "a later date is not this one's baseline"
+    write_parquet_atomically(scorecard, store.scorecard_path(VERSION, "2026-11-19"))
+    with_baseline = fingerprint(version_dir, store)
+    assert with_baseline != base
+    write_parquet_atomically(
+        scorecard.assign(value=0.4), store.scorecard_path(VERSION, "2026-11-19")
+    )
+    assert fingerprint(version_dir, store) not in {base, with_baseline}
+
+    queries = version_dir / "queries.jsonl"
+    queries.write_bytes(queries.read_bytes().replace(b"?", b" ?", 1))
+    assert fingerprint(version_dir, store) not in {base, with_baseline}
+
+
+def test_a_user_callable_is_never_fingerprinted(version_dir: Path, tmp_path: Path) -> None:
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    assert fingerprint(version_dir, store, RAG_EVAL_SYSTEM="callable") is None
+
+
+def test_outputs_present_needs_every_asset_file_or_table_folder(tmp_path: Path) -> None:
+    warehouse = UPath(tmp_path / "warehouse")
+    both = ["golden_dataset", "retrieval_runs"]
+    (warehouse / "golden_dataset" / VERSION / DATE).mkdir(parents=True)
+    (warehouse / "retrieval_runs" / VERSION).mkdir(parents=True)
+    assert outputs_present(warehouse, ["golden_dataset"], VERSION, DATE)
+    assert not outputs_present(warehouse, both, VERSION, DATE)
+    (warehouse / "retrieval_runs" / VERSION / f"{DATE}.parquet").write_bytes(b"")
+    assert outputs_present(warehouse, both, VERSION, DATE)
+
+
+def test_cli_skips_an_unchanged_partition_and_reruns_on_change(
+    version_dir: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    warehouse = tmp_path / "warehouse"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
+    env.update(
+        DAGSTER_HOME=str(home),
+        RAG_EVAL_DATA_DIR=str(tmp_path),
+        RAG_EVAL_WAREHOUSE=str(warehouse),
+        PYTHONPATH=str(PROJECT_ROOT),
+    )
+
+    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--dataset-version", VERSION]
+    command += ["--date", DATE, "--select", "key:golden_dataset"]
+
+    def run(*extra: str) -> str:
+        completed = subprocess.run(
+            [*command, *extra],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=CLI_TIMEOUT_S,
+        )
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        return completed.stdout
+
+    assert "materializing demo-v1|2026-11-20" in run()
+    assert "demo-v1|2026-11-20 is up to date" in run()
+    assert "materializing" in run("--force")
+    assert "is up to date" in run()
+
+    shutil.rmtree(warehouse / "golden_dataset")
+    assert "materializing" in run(), "outputs deleted from the warehouse"
+
+    queries = version_dir / "queries.jsonl"
+    queries.write_bytes(queries.read_bytes().replace(b"?", b" ?", 1))
+    assert "materializing" in run(), "dataset changed"
+    assert "is up to date" in run()
