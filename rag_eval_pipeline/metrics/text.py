@@ -13,16 +13,12 @@ import math
 import re
 import string
 import unicodedata
+from collections import Counter
 from collections.abc import Collection, Sequence
-from functools import cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU
-
-if TYPE_CHECKING:
-    from rouge_score.rouge_scorer import RougeScorer
 
 __all__ = [
     "BLEU_SIGNATURE",
@@ -44,8 +40,9 @@ _ASCII_PUNCTUATION = frozenset(string.punctuation)
 class UnicodeTokenizer:
     """rouge-score's default tokenization, extended from ``[a-z0-9]`` to all Unicode letters.
 
-    It has the ``tokenize`` method rouge-score's ``Tokenizer`` interface asks for, without
-    subclassing it: importing ``rouge_score.tokenizers`` imports nltk, which takes seconds.
+    It has the ``tokenize`` method of rouge-score's ``Tokenizer`` interface, so it can be
+    passed to ``RougeScorer``; it does not subclass it, because importing rouge-score imports
+    nltk, which takes seconds.
 
     The text is lowercased (``str.lower``) and NFC-normalized, so composed and decomposed
     accents give the same token. A token is a maximal run of letters and digits (``[^\\W_]``,
@@ -79,16 +76,7 @@ class UnicodeTokenizer:
 
 
 _ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
-
-
-@cache
-def _rouge_scorer() -> RougeScorer:
-    """The scorer behind :func:`rouge_scores`, built (and rouge-score imported) on first use."""
-    from rouge_score.rouge_scorer import RougeScorer
-
-    return RougeScorer(list(_ROUGE_TYPES), use_stemmer=False, tokenizer=UnicodeTokenizer())
-
-
+_TOKENIZER = UnicodeTokenizer()
 _BLEU = BLEU(
     lowercase=False,
     tokenize=BLEU.TOKENIZER_DEFAULT,
@@ -111,22 +99,62 @@ def _check_aligned(left_name: str, left: Sequence, right_name: str, right: Seque
         )
 
 
+def _f_measure(overlap: int, prediction_count: int, reference_count: int) -> float:
+    """rouge-score's F: precision and recall over max(count, 1), harmonic mean or 0.0."""
+    precision = overlap / max(prediction_count, 1)
+    recall = overlap / max(reference_count, 1)
+    if precision + recall > 0:
+        return 2 * precision * recall / (precision + recall)
+    return 0.0
+
+
+def _ngram_f(prediction: list[str], reference: list[str], n: int) -> float:
+    predicted = Counter(zip(*(prediction[i:] for i in range(n)), strict=False))
+    expected = Counter(zip(*(reference[i:] for i in range(n)), strict=False))
+    overlap = sum(min(count, predicted[gram]) for gram, count in expected.items())
+    return _f_measure(overlap, predicted.total(), expected.total())
+
+
+def _lcs_length(first: list[str], second: list[str]) -> int:
+    """Length of the longest common subsequence (dynamic programming, one row at a time)."""
+    previous = [0] * (len(second) + 1)
+    for token in first:
+        current = [0]
+        for j, other in enumerate(second):
+            current.append(previous[j] + 1 if token == other else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def _rouge_l_f(prediction: list[str], reference: list[str]) -> float:
+    if not prediction or not reference:
+        return 0.0
+    return _f_measure(_lcs_length(reference, prediction), len(prediction), len(reference))
+
+
 def rouge_scores(predictions: Sequence[str], references: Sequence[str]) -> pd.DataFrame:
     """ROUGE-1, ROUGE-2 and ROUGE-L F-measures of each prediction against its reference.
 
-    Columns ``rouge1_f``, ``rouge2_f``, ``rougeL_f`` (floats in [0, 1]) from
+    Columns ``rouge1_f``, ``rouge2_f``, ``rougeL_f`` (floats in [0, 1]), equal to
     ``RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False,
-    tokenizer=UnicodeTokenizer())``: ROUGE-n F = harmonic mean of the clipped n-gram overlap
-    divided by the prediction's and by the reference's n-gram counts; ROUGE-L uses the longest
-    common subsequence of tokens instead (sentence-level, not ``rougeLsum``). A side without
-    tokens (e.g. an empty prediction, or both empty) scores 0.0.
+    tokenizer=UnicodeTokenizer())`` (computed here without importing rouge-score and nltk):
+    ROUGE-n F = harmonic mean of precision and recall, the clipped n-gram overlap divided by
+    the prediction's and by the reference's n-gram counts (each at least 1); ROUGE-L uses the
+    length of the longest common subsequence of tokens instead (sentence-level, not
+    ``rougeLsum``). A side without tokens (e.g. an empty prediction, or both empty) scores 0.0.
     """
     _check_aligned("predictions", predictions, "references", references)
-    scorer = _rouge_scorer()
     rows = []
     for prediction, reference in zip(predictions, references, strict=True):
-        scores = scorer.score(reference, prediction)
-        rows.append([scores[rouge_type].fmeasure for rouge_type in _ROUGE_TYPES])
+        predicted = _TOKENIZER.tokenize(prediction)
+        expected = _TOKENIZER.tokenize(reference)
+        rows.append(
+            [
+                _ngram_f(predicted, expected, 1),
+                _ngram_f(predicted, expected, 2),
+                _rouge_l_f(predicted, expected),
+            ]
+        )
     return pd.DataFrame(
         np.array(rows, dtype=np.float64).reshape(-1, len(_ROUGE_TYPES)),
         columns=[f"{rouge_type}_f" for rouge_type in _ROUGE_TYPES],
