@@ -27,6 +27,7 @@ from rag_eval_pipeline.resources import (
     EmbedderResource,
     LLMResource,
     RagSystemResource,
+    ResultCacheResource,
     WarehouseResource,
 )
 from rag_eval_pipeline.schedules import daily_evaluation_schedule
@@ -69,6 +70,7 @@ def default_resources() -> dict[str, object]:
             api_base=os.environ.get(GENERATOR_API_BASE_ENV),
         ),
         "warehouse": WarehouseResource(),
+        "result_cache": ResultCacheResource(),
         "baseline": BaselineResource(
             version=os.environ.get("RAG_EVAL_BASELINE_VERSION"),
             date=os.environ.get("RAG_EVAL_BASELINE_DATE"),

@@ -14,6 +14,7 @@ from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
+from rag_eval_pipeline.evaluation.result_cache import ResultCache
 from rag_eval_pipeline.evaluation.store import Baseline, WarehouseStore
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import Judge, LLMJudge
@@ -60,6 +61,11 @@ class EmbedderResource(ConfigurableResource):
         """The process-wide embedder for this configuration (the model loads once)."""
         return _shared_embedder(self.model, self.cache_dir, self.batch_size, self.normalize)
 
+    @property
+    def identity(self) -> str:
+        """What determines the vectors (not where they are cached): model and normalization."""
+        return f"{self.model}|normalize={self.normalize}"
+
 
 class RagSystemResource(ConfigurableResource):
     """The system under test.
@@ -103,6 +109,11 @@ class LLMResource(ConfigurableResource):
         """Whether this is the local, deterministic default."""
         return self.model == OFFLINE_MODEL
 
+    @property
+    def identity(self) -> str:
+        """What determines the replies (as in the reply cache's key): model and sampling."""
+        return f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+
     def client(self) -> LLMClient:
         """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost)."""
         return LLMClient(
@@ -139,6 +150,20 @@ class LLMResource(ConfigurableResource):
             return OfflineGenerator(embedder), None
         client = self.client()
         return LLMGenerator(client), client
+
+
+class ResultCacheResource(ConfigurableResource):
+    """Where costly, pure results are kept by content (see `evaluation.result_cache`).
+
+    `enabled: false` recomputes every time (e.g. to time the computation itself).
+    """
+
+    directory: str = str(CACHE_DIR / "results")
+    enabled: bool = True
+
+    def get(self) -> ResultCache | None:
+        """The cache, or None when disabled."""
+        return ResultCache(Path(self.directory)) if self.enabled else None
 
 
 class WarehouseResource(ConfigurableResource):

@@ -20,37 +20,18 @@ from pathlib import Path
 
 from upath import UPath
 
+from rag_eval_pipeline.code_version import code_digest, files_digest, source_files
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.settings import PROJECT_ROOT, THRESHOLDS_FILE
 
-PACKAGE_DIR = Path(__file__).resolve().parent
 CONFIG_DIR = PROJECT_ROOT / "config"
 ENV_PREFIX = "RAG_EVAL_"
 UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable"})
 
 
-def _files(root: Path, pattern: str) -> list[Path]:
-    return sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts)
-
-
-def files_digest(files: Iterable[Path], root: Path) -> str:
-    """BLAKE2b of each file's path relative to `root` and its bytes, in the given order."""
-    digest = hashlib.blake2b(digest_size=20)
-    for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def code_digest() -> str:
-    """The digest of this package's Python sources: any code change makes every run new."""
-    return files_digest(_files(PACKAGE_DIR, "*.py"), PACKAGE_DIR)
-
-
 def config_digest() -> str:
     """The digest of the project's config files and of the thresholds file in use."""
-    files = _files(CONFIG_DIR, "*") if CONFIG_DIR.exists() else []
+    files = source_files(CONFIG_DIR, "*") if CONFIG_DIR.exists() else []
     digest = files_digest(files, CONFIG_DIR)
     if THRESHOLDS_FILE.exists():
         digest += files_digest([THRESHOLDS_FILE], THRESHOLDS_FILE.parent)
@@ -84,7 +65,7 @@ def partition_fingerprint(
     if environ.get("RAG_EVAL_SYSTEM", "reference") in UNFINGERPRINTABLE_SYSTEMS:
         return None
     parts = [
-        f"dataset={files_digest(_files(version_dir, '*'), version_dir)}",
+        f"dataset={files_digest(source_files(version_dir, '*'), version_dir)}",
         f"code={code_digest()}",
         f"config={config_digest()}",
         f"env={environment_items(environ)!r}",

@@ -23,6 +23,7 @@ from rag_eval_pipeline.resources import (
     DatasetsResource,
     EmbedderResource,
     LLMResource,
+    ResultCacheResource,
     WarehouseResource,
 )
 
@@ -57,6 +58,7 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
         "embedder": EmbedderResource(cache_dir=str(embedder.cache_dir)),
         "judge_llm": LLMResource(cache_dir=str(tmp_path / "llm-cache")),
         "generator_llm": LLMResource(cache_dir=str(tmp_path / "llm-cache")),
+        "result_cache": ResultCacheResource(directory=str(tmp_path / "result-cache")),
     }
     resources.update(overrides)
     return resources

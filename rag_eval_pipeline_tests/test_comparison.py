@@ -246,3 +246,43 @@ def test_system_comparison_on_demo_v1(
 
 def test_default_config_points_at_the_shipped_file() -> None:
     assert ComparisonConfig().variants_file == "config/variants.yaml"
+
+
+def test_a_new_date_on_unchanged_data_reads_the_comparison_from_the_result_cache(
+    tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder
+) -> None:
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
+    variants = tmp_path / "variants.yaml"
+    plan = (
+        "baseline: top3-dense\n"
+        "variants:\n"
+        "  top3-dense: {retriever: dense, top_k: 3}\n"
+        "  top3-bm25: {retriever: bm25, top_k: 3}\n"
+        "metrics: [mrr, recall@3, semantic_similarity%s]\n"
+    )
+
+    def materialize_on(day: str, metrics_suffix: str = "") -> tuple[str, pd.DataFrame]:
+        variants.write_text(plan % metrics_suffix)
+        result = materialize(
+            [golden_dataset, system_comparison],
+            partition_key=evaluation_partition_key("demo-v1", day),
+            instance=dagster_instance,
+            resources=evaluation_resources(tmp_path, embedder),
+            run_config={"ops": {"system_comparison": {"config": {"variants_file": str(variants)}}}},
+        )
+        assert result.success
+        (event,) = result.asset_materializations_for_node("system_comparison")
+        stored = tmp_path / "warehouse" / "system_comparison" / "demo-v1" / f"{day}.parquet"
+        return event.metadata["result_cache"].value, pd.read_parquet(stored)
+
+    status, computed = materialize_on("2026-11-16")
+    assert status == "miss"
+    status, cached = materialize_on("2026-11-17")
+    assert status == "hit"
+    pd.testing.assert_frame_equal(cached, computed)
+
+    status, changed_plan = materialize_on("2026-11-18", ", ndcg@5")
+    assert status == "miss", "the variants file is part of the key"
+    assert "ndcg@5" in set(changed_plan["metric"])
+    assert materialize_on("2026-11-19", ", total_latency_ms")[0] == "off"
+    assert materialize_on("2026-11-20", ", total_latency_ms")[0] == "off", "never stored"

@@ -14,9 +14,10 @@ from rag_eval_pipeline.evaluation.comparison import (
     load_plan,
     run_comparison,
 )
+from rag_eval_pipeline.evaluation.result_cache import result_key
 from rag_eval_pipeline.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.partitions import evaluation_partitions
-from rag_eval_pipeline.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.resources import EmbedderResource, LLMResource, ResultCacheResource
 from rag_eval_pipeline.settings import PROJECT_ROOT
 
 HEADLINE_METRICS = (
@@ -57,7 +58,9 @@ def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
         "A/B comparison of configurations of the reference RAG (retriever, top k, embedder; "
         "`config/variants.yaml`) on the same questions: per metric, the mean delta against the "
         "baseline with a paired bootstrap CI, a paired randomization p-value and a verdict "
-        "(better / worse / no significant difference)."
+        "(better / worse / no significant difference). Kept in the result cache by content "
+        "(dataset, variants file, models, code) unless a latency metric is compared, so a new "
+        "date on unchanged data reads it instead of re-running every variant."
     ),
 )
 def system_comparison(
@@ -67,6 +70,7 @@ def system_comparison(
     embedder: EmbedderResource,
     generator_llm: LLMResource,
     judge_llm: LLMResource,
+    result_cache: ResultCacheResource,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
     path = variants_path(config.variants_file)
@@ -80,7 +84,24 @@ def system_comparison(
     model = embedder.get()
     generator, generator_client = generator_llm.generator(model)
     judge, judge_client = judge_llm.judge(model)
-    comparison = run_comparison(plan, dataset, model, generator, judge)
+    cache = result_cache.get() if not plan.measures_latency else None
+    key = result_key(
+        "system_comparison",
+        golden_dataset,
+        {
+            "variants": path.read_bytes(),
+            "embedder": embedder.identity,
+            "generator": generator_llm.identity,
+            "judge": judge_llm.identity,
+        },
+    )
+    comparison = cache.get(key) if cache is not None else None
+    cache_status = "off" if cache is None else "miss" if comparison is None else "hit"
+    if comparison is None:
+        comparison = run_comparison(plan, dataset, model, generator, judge)
+        errors = sum(c.usage.errors for c in (generator_client, judge_client) if c is not None)
+        if cache is not None and errors == 0:
+            cache.put(key, comparison)
     counts = comparison["verdict"].value_counts()
     context.add_output_metadata(
         {
@@ -92,6 +113,7 @@ def system_comparison(
             "baseline": MetadataValue.text(plan.baseline),
             "variants": MetadataValue.text(", ".join(v.name for v in plan.variants)),
             "variants_file": MetadataValue.path(str(path)),
+            "result_cache": MetadataValue.text(cache_status),
             "n_questions": MetadataValue.int(len(dataset.queries)),
             "comparison": MetadataValue.md(markdown_table(comparison, max_rows=400)),
             **llm_usage_metadata("generator", generator.generator_model, generator_client),

@@ -87,6 +87,11 @@ class ComparisonPlan:
     metrics: tuple[str, ...]
     alpha: float = 0.05
 
+    @property
+    def measures_latency(self) -> bool:
+        """Whether a compared metric is a wall-clock latency (a result of this run only)."""
+        return any(metric.endswith("_latency_ms") for metric in self.metrics)
+
 
 def load_plan(path: Path) -> ComparisonPlan:
     """Read a variants file; every problem raises `ValueError` starting with the file's path."""
