@@ -55,6 +55,7 @@ class FakeClient:
         self.replies = [r if isinstance(r, LLMReply) else reply(r) for r in replies]
         self.prompts: list[Sequence[dict[str, str]]] = []
         self.use_cache: list[bool] = []
+        self.forgotten: list[Sequence[dict[str, str]]] = []
 
     def complete_many(
         self, prompts: Sequence[Sequence[dict[str, str]]], *, use_cache: bool = True
@@ -63,6 +64,9 @@ class FakeClient:
         self.prompts.extend(prompts)
         self.use_cache.append(use_cache)
         return self.replies[start : start + len(prompts)]
+
+    def forget(self, prompts: Sequence[Sequence[dict[str, str]]]) -> None:
+        self.forgotten.extend(prompts)
 
 
 class FakeEmbedder:
@@ -124,13 +128,16 @@ def test_faithfulness_scores_supported_claims_and_keeps_reply_metadata() -> None
 def test_bad_faithfulness_replies_become_error_rows_with_the_raw_reply(
     text: str, error_start: str
 ) -> None:
-    judge, _ = make_judge(text)
+    judge, client = make_judge(text)
     frame = judge.faithfulness(["q"], [["ctx"]], ["a"])
     assert_contract(frame, "faithfulness", 1)
     assert math.isnan(frame["score"][0])
     assert frame["error"][0].startswith(error_start)
     assert frame["raw_reply"][0] == text
     assert frame["cost_usd"][0] == 0.001  # a failed judgment still cost money
+    # An unusable reply is dropped from the reply cache so a re-run asks again; a usable reply
+    # that simply has no claims is an answer and stays.
+    assert client.forgotten == ([] if error_start == "no claims" else client.prompts)
 
 
 def test_failed_calls_and_missing_inputs_are_error_rows() -> None:

@@ -120,6 +120,11 @@ class ReplyCache:
                 ),
             )
 
+    def discard(self, keys: Sequence[str]) -> None:
+        """Remove the replies of `keys` (absent keys are ignored)."""
+        with self._lock:
+            self._connection.executemany("DELETE FROM replies WHERE key = ?", [(k,) for k in keys])
+
     def __len__(self) -> int:
         with self._lock:
             (count,) = self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()

@@ -230,6 +230,12 @@ class LLMClient:
             return []
         return _BACKGROUND_LOOP.run(self._complete_all(prompts, use_cache, on_progress))
 
+    def forget(self, prompts: Sequence[Messages]) -> None:
+        """Drop the cached replies to `prompts`, so the next run asks again (e.g. a reply that
+        arrived but could not be used: it is recorded as an error row, not kept as an answer)."""
+        if self._cache is not None and prompts:
+            self._cache.discard([self._key(messages) for messages in prompts])
+
     def close(self) -> None:
         """Release the cache connection."""
         if self._cache is not None:

@@ -239,6 +239,7 @@ class _Call:
     reply: LLMReply | None
     payload: dict[str, Any] | None
     error: str | None
+    prompt: Messages | None = None
 
 
 def _as_bool(value: Any, field: str) -> bool:
@@ -549,14 +550,16 @@ class LLMJudge:
                 continue
             reply = next(replies)
             if reply.error is not None:
-                calls.append(_Call(reply, None, f"llm call failed: {reply.error}"))
+                calls.append(_Call(reply, None, f"llm call failed: {reply.error}", request))
             elif reply.text is None or not reply.text.strip():
-                calls.append(_Call(reply, None, "empty reply"))
+                calls.append(_Call(reply, None, "empty reply", request))
             else:
                 try:
-                    calls.append(_Call(reply, parse(reply.text), None))
+                    calls.append(_Call(reply, parse(reply.text), None, request))
                 except ReplyParseError as exc:
-                    calls.append(_Call(reply, None, f"unparseable reply: {exc}"))
+                    calls.append(_Call(reply, None, f"unparseable reply: {exc}", request))
+        unusable = [c for c in calls if c.reply is not None and c.reply.error is None]
+        self.client.forget([c.prompt for c in unusable if c.prompt and c.payload is None])
         return calls
 
     def _frame(
@@ -575,6 +578,8 @@ class LLMJudge:
                     score, error, details = interpret(i, call.payload)
                 except InvalidReplyError as exc:
                     row |= {"score": math.nan, "error": f"invalid reply: {exc}"}
+                    if call.prompt is not None:
+                        self.client.forget([call.prompt])
                 else:
                     row |= {"score": score, "error": error, **details}
             rows.append(row)
