@@ -12,6 +12,7 @@ a request takes the next behaviour from the fault script (`"ok"` once the script
 - ``"ok"``: 200 with the `responder`'s text as ``choices[0].message.content``;
 - ``"<status>"`` such as ``"429"``, ``"500"``, ``"400"``, ``"401"``: that status with an
   OpenAI-style error body (a 401 message echoes the bearer token, as a careless provider would);
+  a 429 carries ``Retry-After: <retry_after_s>`` when `retry_after_s` is set;
 - ``"hang"``: answers nothing for `hang_s` seconds (longer than any client timeout in the tests),
   then closes the connection;
 - ``"garbage"``: 200 with a body that is not JSON.
@@ -68,10 +69,12 @@ class OpenAIServer:
         faults: Iterable[str],
         latency_s: float,
         hang_s: float,
+        retry_after_s: float | None = None,
     ) -> None:
         self.responder = responder
         self.latency_s = latency_s
         self.hang_s = hang_s
+        self.retry_after_s = retry_after_s
         self.base_url = ""
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
@@ -159,11 +162,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        self._send_bytes(status, json.dumps(payload).encode(), "application/json")
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
 
-    def _send_bytes(self, status: int, data: bytes, content_type: str) -> None:
+    def _send_bytes(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -204,7 +213,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_bytes(200, b"<html>502 Bad Gateway</html>", "application/json")
         else:
             status = int(behaviour)
-            self._send_json(status, _error_body(status, self.headers.get("Authorization", "")))
+            headers = (
+                {"Retry-After": f"{state.retry_after_s:g}"}
+                if status == 429 and state.retry_after_s is not None
+                else None
+            )
+            body = _error_body(status, self.headers.get("Authorization", ""))
+            self._send_json(status, body, headers)
 
 
 class _Server(ThreadingHTTPServer):
@@ -222,9 +237,10 @@ def run_openai_server(
     faults: Iterable[str] = (),
     latency_s: float = 0.0,
     hang_s: float = 5.0,
+    retry_after_s: float | None = None,
 ) -> Iterator[OpenAIServer]:
     """Serve the OpenAI Chat Completions API on a free loopback port for the `with` block."""
-    state = OpenAIServer(responder, faults, latency_s, hang_s)
+    state = OpenAIServer(responder, faults, latency_s, hang_s, retry_after_s)
     server = _Server(state)
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(

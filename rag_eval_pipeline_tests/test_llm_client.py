@@ -28,6 +28,7 @@ from rag_eval_pipeline.judging.client import (
     LLMConfig,
     LLMReply,
     backoff_delay,
+    retry_after_s,
 )
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, count_tokens, run_openai_server
 
@@ -97,6 +98,32 @@ def test_rate_limit_then_server_error_then_success(server: OpenAIServer) -> None
     assert (reply.text, reply.error, reply.attempts) == ("echo: retry me", None, 3)
     assert [request.behaviour for request in server.requests] == ["429", "500", "ok"]
     assert (client.usage.calls, client.usage.retries, client.usage.errors) == (3, 2, 0)
+
+
+def test_retry_after_is_honoured() -> None:
+    """A 429 with `Retry-After: 0.6` delays the retry by at least 0.6 s, although the client's
+    own backoff would retry after about a millisecond."""
+    with run_openai_server(faults=["429"], retry_after_s=0.6) as server:
+        reply = make_client(server).complete(ask("wait for me"))
+        first, second = server.requests
+    assert (reply.text, reply.attempts) == ("echo: wait for me", 2)
+    assert 0.6 <= second.started_at - first.started_at < 2.0
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_retry_after_forms(headers: dict[str, str], expected: float | None) -> None:
+    error = RuntimeError("429")
+    error.litellm_response_headers = headers  # type: ignore[attr-defined]
+    assert retry_after_s(error) == expected
 
 
 def test_hung_request_times_out_and_is_retried(server: OpenAIServer) -> None:

@@ -9,9 +9,11 @@ matters because litellm caches one HTTP client (with open connections) per event
 loop per call would leak a client and its sockets on every call, and lose connection reuse.
 
 Failures never escape as exceptions. Rate limits, timeouts, connection errors and 5xx replies are
-retried up to `max_retries` times with exponential backoff and jitter (the retry loop lives here,
-litellm's own is disabled so attempts are counted); anything else, or a call still failing after
-its retries, becomes a reply with `error` set. Error texts never contain the API key.
+retried up to `max_retries` times with exponential backoff and jitter, waiting at least as long
+as the provider's ``Retry-After`` / ``retry-after-ms`` asks (capped at 60 s; the retry loop lives
+here, litellm's own is disabled so attempts are counted); anything else, or a call still
+failing after its retries, becomes a reply with `error` set. Error texts never contain the API
+key.
 
 Successful replies are stored in an on-disk `ReplyCache` when `cache_dir` is set; identical prompts
 (same model, api_base, messages, temperature and max_tokens) are then answered from it without a
@@ -26,6 +28,7 @@ on every failed call.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import os
 import random
@@ -34,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -150,6 +154,32 @@ def is_retryable(error: BaseException) -> bool:
         return True
     status = getattr(error, "status_code", None)
     return isinstance(status, int) and (status in (408, 429) or status >= 500)
+
+
+def retry_after_s(error: BaseException) -> float | None:
+    """The wait a provider asked for with the error: ``retry-after-ms``, or ``Retry-After`` in
+    seconds or as an HTTP date; None when it sent neither (or nothing readable)."""
+    for headers in (
+        getattr(error, "litellm_response_headers", None),
+        getattr(error, "headers", None),
+        getattr(getattr(error, "response", None), "headers", None),
+    ):
+        if not headers:
+            continue
+        milliseconds = headers.get("retry-after-ms")
+        value = headers.get("retry-after")
+        try:
+            if milliseconds is not None:
+                return max(0.0, float(milliseconds) / 1000)
+            if value is not None:
+                return max(0.0, float(value))
+        except ValueError:
+            try:
+                moment = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            return max(0.0, (moment - datetime.now(UTC)).total_seconds())
+    return None
 
 
 def backoff_delay(retry: int, base_s: float) -> float:
@@ -336,7 +366,10 @@ class LLMClient:
                             attempts=attempt,
                             model=config.model,
                         )
-                    delay = backoff_delay(attempt, config.backoff_base_s)
+                    delay = max(
+                        backoff_delay(attempt, config.backoff_base_s),
+                        min(MAX_BACKOFF_S, retry_after_s(error) or 0.0),
+                    )
                     logger.info(
                         "%s attempt %d failed, retrying in %.2fs: %s",
                         config.model,
