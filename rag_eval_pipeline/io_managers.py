@@ -6,7 +6,9 @@ golden dataset's tables) is a folder `<date>/` with one `<table>.parquet` each.
 
 Local writes go to a temporary sibling that is renamed into place, so a crash mid-write leaves
 the previous good partition intact (Dagster's base class opens the target for writing and
-truncates it). On object stores a single PUT is already all-or-nothing.
+truncates it). A killed writer's hidden temporary sibling is removed by the next successful
+write of the same partition once it is older than `STALE_TEMPORARY_S` (a younger one may belong
+to a writer still running). On object stores a single PUT is already all-or-nothing.
 """
 
 import ctypes
@@ -15,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
@@ -39,6 +42,7 @@ from upath import UPath
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 
 TABLES_MANIFEST = "_tables.json"
+STALE_TEMPORARY_S = 3600.0
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -51,6 +55,25 @@ def _is_local(path: UPath) -> bool:
     return getattr(path, "protocol", "") in ("", "file", "local")
 
 
+def _temporary_prefix(target: Path) -> str:
+    return f".{target.name}."
+
+
+def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
+    """Delete hidden temporary siblings of `target` (files or folders) left by killed writers."""
+    cutoff = time.time() - older_than_s
+    for leftover in target.parent.glob(f"{_temporary_prefix(target)}*.tmp*"):
+        try:
+            if leftover.lstat().st_mtime >= cutoff:
+                continue
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+        except FileNotFoundError:
+            continue
+
+
 def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
     """Write `frame` to `path` so that readers see the old file or the new one, never a part."""
     if not _is_local(path):
@@ -59,7 +82,9 @@ def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             frame.to_parquet(handle, index=False)
@@ -69,6 +94,7 @@ def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    remove_stale_temporaries(target)
 
 
 @cache
@@ -138,7 +164,9 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    staging = Path(
+        tempfile.mkdtemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp")
+    )
     try:
         for name, frame in tables.items():
             frame.to_parquet(staging / f"{name}.parquet", index=False)
@@ -147,6 +175,7 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
             _swap_directories(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    remove_stale_temporaries(target)
 
 
 def read_parquet(path: UPath) -> pd.DataFrame:

@@ -1,5 +1,7 @@
 """The Parquet IO manager writes the documented paths atomically, locally and through fsspec."""
 
+import os
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -46,6 +48,31 @@ def test_crash_mid_write_leaves_previous_file_intact(tmp_path: Path) -> None:
         write_parquet_atomically(unserializable_frame(), target)
     pd.testing.assert_frame_equal(pd.read_parquet(target.path), good)
     assert [p.name for p in Path(target.path).parent.iterdir()] == ["2026-11-21.parquet"]
+
+
+def test_next_write_removes_a_killed_writers_stale_leftovers_only(tmp_path: Path) -> None:
+    """A SIGKILLed writer leaves a hidden `.tmp` sibling; the next successful write of the same
+    partition removes it once it is older than an hour, but never a fresh one (a writer that may
+    still be running) nor another partition's."""
+    folder = tmp_path / "asset" / "v1"
+    folder.mkdir(parents=True)
+    two_hours_ago = time.time() - 7200
+    stale_file = folder / ".2026-11-21.parquet.k1ll3d.tmp"
+    stale_dir = folder / ".2026-11-22.a8c1.tmp.old"
+    fresh_file = folder / ".2026-11-21.parquet.runn1ng.tmp"
+    other = folder / ".2026-11-20.parquet.0ther.tmp"
+    for leftover in (stale_file, fresh_file, other):
+        leftover.write_bytes(b"partial")
+    (stale_dir / "inner").mkdir(parents=True)
+    for leftover in (stale_file, stale_dir, other):
+        os.utime(leftover, (two_hours_ago, two_hours_ago))
+
+    write_parquet_atomically(pd.DataFrame({"x": [1]}), UPath(folder / "2026-11-21.parquet"))
+    write_tables_atomically({"t": pd.DataFrame({"x": [1]})}, UPath(folder / "2026-11-22"))
+
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [fresh_file.name, other.name, "2026-11-21.parquet", "2026-11-22"]
+    )
 
 
 def test_crash_mid_write_of_table_folder_keeps_previous_folder(tmp_path: Path) -> None:
