@@ -254,12 +254,13 @@ def select_partition(date: str | None) -> Callable[[object], None]:
 def shots(
     metric_asset: str, plot_filter: str, latest_date: str | None, groups: list[str]
 ) -> list[Shot]:
+    retrieval_group = next(g for g in groups if g.endswith("retrieval"))
     return [
-        Shot("lineage_groups", "/asset-groups", "tier1_retrieval"),
+        Shot("lineage_groups", "/asset-groups", retrieval_group),
         Shot(
             "lineage",
             "/asset-groups",
-            "tier1_retrieval",
+            retrieval_group,
             action=expand_groups,
             viewport={"width": 2000, "height": 2400},  # the whole expanded graph fits
             init_script=expand_groups_script(groups),
