@@ -85,22 +85,21 @@ def system_comparison(
     generator, generator_client = generator_llm.generator(model)
     judge, judge_client = judge_llm.judge(model)
     cache = result_cache.get() if not plan.measures_latency else None
-    key = result_key(
-        "system_comparison",
-        golden_dataset,
-        {
+    key = comparison = None
+    if cache is not None:
+        parameters = {
             "variants": path.read_bytes(),
             "embedder": embedder.identity,
             "generator": generator_llm.identity,
             "judge": judge_llm.identity,
-        },
-    )
-    comparison = cache.get(key) if cache is not None else None
+        }
+        key = result_key("system_comparison", golden_dataset, parameters)
+        comparison = cache.get(key)
     cache_status = "off" if cache is None else "miss" if comparison is None else "hit"
     if comparison is None:
         comparison = run_comparison(plan, dataset, model, generator, judge)
         errors = sum(c.usage.errors for c in (generator_client, judge_client) if c is not None)
-        if cache is not None and errors == 0:
+        if cache is not None and key is not None and errors == 0:
             cache.put(key, comparison)
     counts = comparison["verdict"].value_counts()
     context.add_output_metadata(
