@@ -71,7 +71,8 @@ class _EnginePool:
     def dispose_under(self, directory: str) -> None:
         """Close the engines of every database file in `directory` (before files are deleted)."""
         with self._lock:
-            for key in [k for k in self._engines if directory in k[1]]:
+            inside = os.path.join(directory, "")
+            for key in [k for k in self._engines if inside in k[1]]:
                 self._engines.pop(key).dispose()
 
 
