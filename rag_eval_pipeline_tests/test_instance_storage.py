@@ -88,3 +88,21 @@ def test_wipe_then_new_runs_are_stored(tmp_path: Path) -> None:
         assert indexes(instance) == [2.0]
         assert instance.all_logs(first.run_id) == []
         assert len(instance.all_logs(again.run_id)) > 5
+
+
+def test_dynamic_partitions_are_found_and_commits_do_not_wait_for_fsync(tmp_path: Path) -> None:
+    with shipped_instance(tmp_path / "home") as instance:
+        storage = instance.event_log_storage
+        assert isinstance(storage, PooledSqliteEventLogStorage)
+        assert not instance.has_dynamic_partition("dataset_version", "v1")
+        instance.add_dynamic_partitions("dataset_version", ["v1"])
+        with DagsterInstance.from_config(str(tmp_path / "home")) as other:
+            assert other.has_dynamic_partition("dataset_version", "v1")
+            other.delete_dynamic_partition("dataset_version", "v1")
+        assert not instance.has_dynamic_partition("dataset_version", "v1")
+        assert storage.has_table("dynamic_partitions")
+        assert not storage.has_table("no_such_table")
+        with storage.index_connection() as connection:
+            synchronous = connection.exec_driver_sql("PRAGMA synchronous").scalar()
+            journal = connection.exec_driver_sql("PRAGMA journal_mode").scalar()
+        assert (synchronous, journal) == (1, "wal")  # 1 = NORMAL
