@@ -11,13 +11,14 @@ SIGIR 2009, k = 60) is the standard hybrid that needs no score calibration.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 RUN_COLUMNS = ["system", "query_id", "doc_id", "rank", "score"]
-TOKEN_PATTERN = r"(?u)\b\w+\b"
+TOKEN_PATTERN = re.compile(r"(?u)\b\w+\b")
 RRF_K = 60
 
 
@@ -65,29 +66,59 @@ def dense_scores(query_vectors: np.ndarray, doc_vectors: np.ndarray) -> np.ndarr
     return unit(query_vectors) @ unit(doc_vectors).T
 
 
+def tokenize(text: str) -> list[str]:
+    """Lower-cased Unicode words, as scikit-learn's `CountVectorizer` splits them by default."""
+    return TOKEN_PATTERN.findall(text.lower())
+
+
+def _term_pairs(
+    token_lists: Sequence[Sequence[str]], vocabulary: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, term id, count) of every distinct in-vocabulary term per row, sorted by row, term."""
+    ids = [[vocabulary[t] for t in tokens if t in vocabulary] for tokens in token_lists]
+    rows = np.repeat(np.arange(len(ids)), [len(row) for row in ids])
+    terms = np.fromiter((t for row in ids for t in row), dtype=np.int64, count=len(rows))
+    width = max(len(vocabulary), 1)
+    keys, counts = np.unique(rows * width + terms, return_counts=True)
+    row_of, term_of = np.divmod(keys, width)
+    return row_of, term_of, counts
+
+
 def bm25_scores(
     questions: Sequence[str], documents: Sequence[str], k1: float = 1.2, b: float = 0.75
 ) -> np.ndarray:
     """Okapi BM25 of every question against every document (Robertson & Zaragoza, 2009).
 
-    Tokens are lower-cased Unicode words; idf = ln(1 + (N − df + 0.5) / (df + 0.5)) (the
-    non-negative Lucene variant); a query term repeated q times counts q times.
+    Tokens are lower-cased Unicode words (`tokenize`); idf = ln(1 + (N − df + 0.5) / (df + 0.5))
+    (the non-negative Lucene variant); a query term repeated q times counts q times; terms not in
+    any document score nothing. The sum over a query's terms runs in vocabulary order, so the
+    scores equal, bit for bit, a scikit-learn `CountVectorizer` and SciPy sparse product of the
+    same formula (tested), without importing either (seconds per process).
     """
-    from sklearn.feature_extraction.text import CountVectorizer  # imports in seconds: on use
-
-    vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True)
-    term_freq = vectorizer.fit_transform(documents).tocsr().astype(np.float64)
-    n_docs = term_freq.shape[0]
-    doc_freq = np.bincount(term_freq.indices, minlength=term_freq.shape[1])
+    doc_tokens = [tokenize(text) for text in documents]
+    vocabulary = {t: i for i, t in enumerate(sorted({t for tokens in doc_tokens for t in tokens}))}
+    n_docs, n_queries = len(documents), len(questions)
+    post_doc, post_term, tf_counts = _term_pairs(doc_tokens, vocabulary)
+    order = np.lexsort((post_doc, post_term))
+    post_doc, post_term, tf = post_doc[order], post_term[order], tf_counts[order].astype(np.float64)
+    doc_freq = np.bincount(post_term, minlength=len(vocabulary))
     idf = np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
-    lengths = np.asarray(term_freq.sum(axis=1)).ravel()
-    norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9))
-    weights = term_freq.copy()
-    rows = np.repeat(np.arange(n_docs), np.diff(term_freq.indptr))
-    tf = term_freq.data
-    weights.data = idf[term_freq.indices] * tf * (k1 + 1) / (tf + norm[rows])
-    query_terms = vectorizer.transform(questions)
-    return np.asarray((query_terms @ weights.T).todense())
+    lengths = np.bincount(post_doc, weights=tf, minlength=n_docs)
+    norm = k1 * (1 - b + b * lengths / max(lengths.mean(), 1e-9)) if n_docs else lengths
+    weights = idf[post_term] * tf * (k1 + 1) / (tf + norm[post_doc])
+    starts = np.searchsorted(post_term, np.arange(len(vocabulary) + 1))
+
+    query_of, term_of, query_counts = _term_pairs([tokenize(q) for q in questions], vocabulary)
+    postings = starts[term_of + 1] - starts[term_of]
+    pair = np.repeat(np.arange(len(term_of)), postings)
+    offset = np.arange(len(pair)) - np.repeat(np.cumsum(postings) - postings, postings)
+    position = starts[term_of][pair] + offset
+    flat = np.bincount(
+        query_of[pair] * n_docs + post_doc[position],
+        weights=query_counts[pair] * weights[position],
+        minlength=n_queries * n_docs,
+    )
+    return flat.reshape(n_queries, n_docs)
 
 
 def reciprocal_rank_fusion(*runs: pd.DataFrame, system: str, k: int) -> pd.DataFrame:
