@@ -99,6 +99,19 @@ def cohen_kappa(
     return 1.0 - float((weight * observed).sum()) / denominator
 
 
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties sharing the mean of their ranks: ``scipy.stats.rankdata``'s default
+    ("average") by the same algorithm, without importing scipy.stats (over a second)."""
+    order = np.argsort(values, kind="mergesort")
+    position = np.empty(values.size, dtype=np.intp)
+    position[order] = np.arange(values.size)
+    ordered = values[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    group = np.cumsum(starts)[position]
+    bounds = np.r_[np.nonzero(starts)[0], values.size]
+    return 0.5 * (bounds[group] + bounds[group - 1] + 1)
+
+
 def spearman(a: ArrayLike, b: ArrayLike) -> float:
     """Spearman's rank correlation: Pearson correlation of the average ranks (ties share the
     mean of their ranks), equal to ``scipy.stats.spearmanr(a, b).statistic``.
@@ -106,13 +119,11 @@ def spearman(a: ArrayLike, b: ArrayLike) -> float:
     ``a`` and ``b`` must have equal length and no missing values. Returns NaN when fewer than
     two items are given or when either input is constant.
     """
-    from scipy.stats import rankdata  # scipy.stats imports in over a second: on use
-
     first, second = _check_pair(a, b)
     if first.size < 2:
         return float("nan")
-    rank_a = rankdata(first) - (first.size + 1) / 2.0
-    rank_b = rankdata(second) - (second.size + 1) / 2.0
+    rank_a = average_ranks(first) - (first.size + 1) / 2.0
+    rank_b = average_ranks(second) - (second.size + 1) / 2.0
     denominator = np.sqrt((rank_a**2).sum() * (rank_b**2).sum())
     if denominator == 0.0:
         return float("nan")
