@@ -10,6 +10,7 @@ answer; other questions get no row for them (not an error).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -112,18 +113,27 @@ def _with_ground_truth(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[truth.notna() & truth.astype(str).str.strip().ne("")]
 
 
+def _is_missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _details_json(details: pd.DataFrame) -> list[str | None]:
+    """Per row, a JSON object of its non-missing detail columns (None without detail columns)."""
+    if details.columns.empty:
+        return [None] * len(details)
+    return [
+        json.dumps({k: v for k, v in record.items() if not _is_missing(v)}, default=str)
+        for record in details.to_dict("records")
+    ]
+
+
 def _long(frame: pd.DataFrame, metric: str, scored: pd.DataFrame) -> pd.DataFrame:
-    details = [c for c in scored.columns if c not in COMMON_COLUMNS]
-    detail_json = (
-        scored[details].apply(lambda row: json.dumps(row.dropna().to_dict(), default=str), axis=1)
-        if details and len(scored)
-        else pd.Series([None] * len(scored), dtype=object)
-    )
+    details = scored[[c for c in scored.columns if c not in COMMON_COLUMNS]]
     return pd.concat(
         [
             frame[["system", "query_id"]].reset_index(drop=True).assign(metric=metric),
             scored[list(COMMON_COLUMNS)].reset_index(drop=True),
-            pd.Series(detail_json.to_numpy(), name="details"),
+            pd.Series(_details_json(details), name="details", dtype=object),
         ],
         axis=1,
     )

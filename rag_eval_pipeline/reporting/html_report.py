@@ -548,7 +548,9 @@ def cross_version_html(
         .assign(position=lambda f: f["metric"].map(order))
         .sort_values(["position", "tier", "system"])
     )
-    cells = cross_version.set_index(["metric", "tier", "system", "dataset_version"])
+    cells: dict[tuple[str, str, str, str], tuple[float, object]] = {}
+    for r in cross_version.itertuples(index=False):
+        cells.setdefault((r.metric, r.tier, r.system, r.dataset_version), (r.value, r.band))
     head = "<th>Metric</th><th>System</th>" + "".join(
         f'<th class="num{" current" if v == current_version else ""}">{esc(v)}'
         f'<span class="sub">{esc(d)}</span></th>'
@@ -563,14 +565,14 @@ def cross_version_html(
         row = [f"<td>{name}</td><td>{esc(system)}</td>"]
         for version in versions["dataset_version"]:
             current = " current" if version == current_version else ""
-            key = (metric, tier, system, version)
-            if key not in cells.index:
+            found = cells.get((metric, tier, system, version))
+            if found is None:
                 row.append(f'<td class="num muted{current}">—</td>')
                 continue
-            found = cells.loc[[key]].iloc[0]
-            band = found["band"] if isinstance(found["band"], str) else ""
+            value, band = found
+            band = band if isinstance(band, str) else ""
             css = f" cell-{band.replace(' ', '-')}" if band in BANDS else ""
-            row.append(f'<td class="num{css}{current}">{format_value(found["value"])}</td>')
+            row.append(f'<td class="num{css}{current}">{format_value(value)}</td>')
         body.append(f'<tr class="{"metric-start" if first else ""}">{"".join(row)}</tr>')
     return (
         '<div class="table-wrap"><table class="cross"><thead><tr>'
