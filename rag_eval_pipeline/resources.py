@@ -133,14 +133,18 @@ class LLMResource(ConfigurableResource):
     def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:
         """The judge for this configuration and, for a real model, its client."""
         if self.is_offline:
-            return OfflineJudge(embedder), None
+            return self.offline_judge(embedder), None
         client = self.client()
         return LLMJudge(client, embedder), client
+
+    def offline_judge(self, embedder: Embedder) -> OfflineJudge:
+        """The offline judge, its results kept by content beside the reply cache."""
+        return OfflineJudge(embedder, cache=ResultCache(Path(self.cache_dir) / "offline-judge"))
 
     def show_judge(self, embedder: Embedder) -> tuple[ShowJudge, LLMClient | None]:
         """The production show/hide judge for this configuration and, if real, its client."""
         if self.is_offline:
-            return OfflineShowJudge(OfflineJudge(embedder)), None
+            return OfflineShowJudge(self.offline_judge(embedder)), None
         client = self.client()
         return LLMShowJudge(client), client
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.result_cache import ResultCache
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, DETAIL_COLUMNS
 from rag_eval_pipeline.judging.offline import (
     GENERATION_COLUMNS,
@@ -161,6 +163,34 @@ def test_offline_judge_is_deterministic(judge: OfflineJudge) -> None:
     pd.testing.assert_frame_equal(
         first.drop(columns="latency_ms"), second.drop(columns="latency_ms")
     )
+
+
+def test_results_are_kept_by_content_and_recomputed_when_anything_changes(
+    embedder: Embedder, tmp_path: Path
+) -> None:
+    cache = ResultCache(tmp_path / "offline-judge")
+    args = ([QUESTION] * 2, [CONTEXT] * 2, [FAITHFUL, HALLUCINATED])
+    computed = OfflineJudge(embedder, cache=cache).faithfulness(*args)
+    assert not computed["cached"].any()
+    entries = sorted(cache.directory.glob("*.parquet"))
+    assert len(entries) == 1
+
+    read_back = OfflineJudge(embedder, cache=cache).faithfulness(*args)
+    assert read_back["cached"].all()
+    pd.testing.assert_frame_equal(read_back.drop(columns="cached"), computed.drop(columns="cached"))
+    assert sorted(cache.directory.glob("*.parquet")) == entries
+
+    repeated = OfflineJudge(embedder, cache=cache).faithfulness(*args, use_cache=False)
+    assert not repeated["cached"].any()
+    changed_answer = OfflineJudge(embedder, cache=cache).faithfulness(
+        [QUESTION], [CONTEXT], [HALLUCINATED]
+    )
+    stricter = OfflineJudge(embedder, threshold=0.9, cache=cache).faithfulness(*args)
+    relevance = OfflineJudge(embedder, cache=cache).answer_relevance(args[0], args[2])
+    assert not changed_answer["cached"].any() and not stricter["cached"].any()
+    assert not relevance["cached"].any()
+    assert len(list(cache.directory.glob("*.parquet"))) == 4
+    assert stricter["score"].tolist() != computed["score"].tolist()
 
 
 def test_russian_and_portuguese_faithfulness(judge: OfflineJudge) -> None:

@@ -39,6 +39,11 @@ heuristic's decisions as JSON in the schema the LLM judge's prompt asks for (plu
 so failures are inspected the same way. Embeddings are computed in one batch per call, so
 `latency_ms` is the call's wall-clock time divided evenly over its rows.
 
+Given a `ResultCache`, the judge keeps each call's result under a digest of the metric, its
+inputs, the judge version, the embedder and the package code, like the LLM judge's reply cache:
+a new date or a backfill over unchanged answers reads it back (rows marked `cached`, with the
+latency measured when it was computed). `use_cache=False` (the consistency repeats) recomputes.
+
 `OfflineGenerator` is extractive: it answers with the context sentences most similar to the
 question. `LLMGenerator` answers with an LLM through the generator prompt. Both answer
 `NO_CONTEXT_ANSWER` ("I don't know.") when a row has no context, without calling anything.
@@ -46,6 +51,8 @@ question. `LLMGenerator` answers with an LLM through the generator prompt. Both 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import re
@@ -53,7 +60,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -81,7 +88,10 @@ from rag_eval_pipeline.metrics.ragas import (
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
+    from rag_eval_pipeline.evaluation.result_cache import ResultCache
     from rag_eval_pipeline.judging.client import LLMClient
+
+JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
@@ -181,13 +191,41 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False)
 
 
+def _plain(value: Any) -> Any:
+    """`value` with arrays and tuples as lists, for a stable JSON digest of judge inputs."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def remembered(method: JudgeMethod) -> JudgeMethod:
+    """Serve an `OfflineJudge` method from the judge's result cache (see module docstring)."""
+
+    @functools.wraps(method)
+    def wrapper(self: OfflineJudge, *args: Any, use_cache: bool = True, **kwargs: Any) -> Any:
+        if self.cache is None or not use_cache:
+            return method(self, *args, use_cache=use_cache, **kwargs)
+        from rag_eval_pipeline.code_version import code_digest
+
+        identity = [method.__name__, self.judge_version, self.embedder.model_name, code_digest()]
+        payload = json.dumps([identity, _plain(args), sorted(kwargs.items())], default=str)
+        key = hashlib.blake2b(payload.encode(), digest_size=20).hexdigest()
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit.assign(cached=True)
+        frame = method(self, *args, use_cache=use_cache, **kwargs)
+        self.cache.put(key, frame)
+        return frame
+
+    return cast(JudgeMethod, wrapper)
+
+
 class OfflineJudge:
     """The deterministic heuristic judge; formulas in the module docstring.
 
     `threshold`: the support at which one sentence backs a claim; `lexical_weight`: λ, the
     weight of token recall in the support; `e2e_semantic_weight`: the weight of the embedding
-    cosine in the e2e score. `use_cache` is accepted for `Judge` compatibility and has no
-    effect (nothing is cached but embeddings).
+    cosine in the e2e score. `cache`: where results are kept by content (None: nowhere).
     """
 
     def __init__(
@@ -196,6 +234,7 @@ class OfflineJudge:
         threshold: float = 0.6,
         lexical_weight: float = 0.5,
         e2e_semantic_weight: float = 0.5,
+        cache: ResultCache | None = None,
     ) -> None:
         if not -1.0 <= threshold <= 1.0:
             raise ValueError(f"threshold must be in [-1, 1], got {threshold}")
@@ -209,6 +248,7 @@ class OfflineJudge:
         self.threshold = threshold
         self.lexical_weight = lexical_weight
         self.e2e_semantic_weight = e2e_semantic_weight
+        self.cache = cache
 
     @property
     def judge_model(self) -> str:
@@ -239,6 +279,7 @@ class OfflineJudge:
         combined = (1 - self.lexical_weight) * cosine + self.lexical_weight * lexical
         return combined.max(axis=1)
 
+    @remembered
     def faithfulness(
         self,
         questions: Sequence[str],
@@ -269,6 +310,7 @@ class OfflineJudge:
         rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
         return self._frame("faithfulness", rows, start)
 
+    @remembered
     def answer_relevance(
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
@@ -303,6 +345,7 @@ class OfflineJudge:
             )
         return self._frame("answer_relevance", rows, start)
 
+    @remembered
     def answer_relevance_ragas(
         self,
         questions: Sequence[str],
@@ -350,6 +393,7 @@ class OfflineJudge:
             )
         return self._frame("answer_relevance_ragas", rows, start)
 
+    @remembered
     def e2e_score(
         self,
         questions: Sequence[str],
@@ -395,6 +439,7 @@ class OfflineJudge:
             )
         return self._frame("e2e_score", rows, start)
 
+    @remembered
     def context_precision(
         self,
         questions: Sequence[str],
@@ -448,6 +493,7 @@ class OfflineJudge:
             )
         return self._frame("context_precision", rows, start)
 
+    @remembered
     def context_recall(
         self,
         contexts: Sequence[Sequence[str]],
@@ -467,6 +513,7 @@ class OfflineJudge:
         rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
         return self._frame("context_recall", rows, start)
 
+    @remembered
     def answer_correctness(
         self,
         answers: Sequence[str],
