@@ -19,7 +19,7 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, WAREHOUSE_URL
+from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, REPORTS_DIR, WAREHOUSE_URL
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -66,6 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from dagster import AssetSelection, DagsterInstance, DagsterRunStatus, RunsFilter
     from upath import UPath
 
+    from rag_eval_pipeline.assets.report import evaluation_report, report_path
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.evaluation.store import WarehouseStore
     from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
@@ -116,8 +117,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 ),
                 limit=1,
             )
+            reports = (
+                [report_path(REPORTS_DIR, version, args.date)]
+                if "/".join(evaluation_report.key.path) in selected_assets
+                else []
+            )
             if previous and outputs_present(
-                UPath(WAREHOUSE_URL), selected_assets, version, args.date
+                UPath(WAREHOUSE_URL), selected_assets, version, args.date, files=reports
             ):
                 print(
                     f"{key} is up to date: run {previous[0].run_id} materialized it from the "

@@ -75,10 +75,18 @@ def partition_fingerprint(
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=20).hexdigest()
 
 
-def outputs_present(warehouse: UPath, assets: Iterable[str], version: str, date: str) -> bool:
-    """Whether every asset has its stored output (a file or a table folder) for the partition."""
+def outputs_present(
+    warehouse: UPath,
+    assets: Iterable[str],
+    version: str,
+    date: str,
+    files: Iterable[Path] = (),
+) -> bool:
+    """Whether every asset has its stored output (a file or a table folder) for the partition,
+    and every one of `files` (outputs written outside the warehouse, such as the HTML report)
+    exists."""
     for asset in assets:
         path = warehouse / asset / version / f"{date}.parquet"
         if not (path.exists() or path.with_suffix("").exists()):
             return False
-    return True
+    return all(Path(file).exists() for file in files)

@@ -87,6 +87,11 @@ def test_outputs_present_needs_every_asset_file_or_table_folder(tmp_path: Path) 
     assert not outputs_present(warehouse, both, VERSION, DATE)
     (warehouse / "retrieval_runs" / VERSION / f"{DATE}.parquet").write_bytes(b"")
     assert outputs_present(warehouse, both, VERSION, DATE)
+    report = tmp_path / "reports" / VERSION / f"{DATE}.html"
+    assert not outputs_present(warehouse, both, VERSION, DATE, files=[report])
+    report.parent.mkdir(parents=True)
+    report.write_text("<html></html>")
+    assert outputs_present(warehouse, both, VERSION, DATE, files=[report])
 
 
 def test_cli_skips_an_unchanged_partition_and_reruns_on_change(
