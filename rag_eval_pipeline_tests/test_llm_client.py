@@ -91,6 +91,28 @@ def test_requests_overlap_up_to_max_concurrency() -> None:
     assert ideal <= elapsed < ideal * 2
 
 
+def test_max_concurrency_holds_across_calls_from_several_threads() -> None:
+    concurrency, per_thread = 3, 4
+    with run_openai_server(latency_s=0.3) as server:
+        client = make_client(server, max_concurrency=concurrency, timeout_s=5.0)
+        client.complete(ask("warm up litellm"))
+        server.reset()
+        results: dict[int, list[str | None]] = {}
+
+        def batch(thread: int) -> None:
+            prompts = [ask(f"t{thread} q{i}") for i in range(per_thread)]
+            results[thread] = [reply.text for reply in client.complete_many(prompts)]
+
+        threads = [threading.Thread(target=batch, args=(t,)) for t in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == {t: [f"echo: t{t} q{i}" for i in range(per_thread)] for t in range(3)}
+    assert server.request_count == 3 * per_thread
+    assert server.max_in_flight == concurrency
+
+
 def test_rate_limit_then_server_error_then_success(server: OpenAIServer) -> None:
     server.script("429", "500")
     client = make_client(server)

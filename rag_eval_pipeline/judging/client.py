@@ -2,7 +2,8 @@
 
 `LLMClient.complete_many` sends a batch of chat prompts to any litellm-supported model
 ("gpt-4o-mini", "openai/<name>" with an `api_base`, "ollama/llama3.2", ...) with at most
-`max_concurrency` requests in flight, and returns one `LLMReply` per prompt, in order. It is a
+`max_concurrency` requests of the client in flight (across all of its calls, from any thread),
+and returns one `LLMReply` per prompt, in order. It is a
 plain synchronous call, usable from any thread, including one that runs an event loop of its own:
 the requests run on one long-lived event loop per process, in a daemon thread. A long-lived loop
 matters because litellm caches one HTTP client (with open connections) per event loop; a fresh
@@ -237,6 +238,8 @@ class LLMClient:
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
         self._cache = ReplyCache(Path(config.cache_dir)) if config.cache_dir is not None else None
+        self._slots: asyncio.Semaphore | None = None
+        self._slots_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"LLMClient({self.config!r})"
@@ -304,7 +307,7 @@ class LLMClient:
         for index, key in enumerate(keys):
             if replies[index] is None:
                 groups.setdefault(key if use_cache else str(index), []).append(index)
-        semaphore = asyncio.Semaphore(self.config.max_concurrency)
+        semaphore = self._concurrency_slots()
 
         async def answer(indices: list[int]) -> tuple[list[int], LLMReply]:
             first = indices[0]
@@ -325,6 +328,14 @@ class LLMClient:
             if on_progress is not None:
                 on_progress(done, total)
         return cast(list[LLMReply], replies)
+
+    def _concurrency_slots(self) -> asyncio.Semaphore:
+        """The client's `max_concurrency` slots, shared by all of its `complete_many` calls in
+        flight at once (from several threads too: they all run on the one background loop)."""
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._slots_loop is not loop:
+            self._slots, self._slots_loop = asyncio.Semaphore(self.config.max_concurrency), loop
+        return self._slots
 
     async def _call(self, key: str, messages: Messages, semaphore: asyncio.Semaphore) -> LLMReply:
         """One prompt, retried; it keeps its concurrency slot while backing off."""
