@@ -10,13 +10,13 @@ answer; other questions get no row for them (not an error).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
 from rag_eval_pipeline.judging.offline import Generator
@@ -113,16 +113,12 @@ def _with_ground_truth(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[truth.notna() & truth.astype(str).str.strip().ne("")]
 
 
-def _is_missing(value: object) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
 def _details_json(details: pd.DataFrame) -> list[str | None]:
     """Per row, a JSON object of its non-missing detail columns (None without detail columns)."""
     if details.columns.empty:
         return [None] * len(details)
     return [
-        json.dumps({k: v for k, v in record.items() if not _is_missing(v)}, default=str)
+        json.dumps({k: v for k, v in record.items() if not is_missing(v)}, default=str)
         for record in details.to_dict("records")
     ]
 

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.code_version import code_digest
 from rag_eval_pipeline.judging.judge import (
     aligned,
     as_chunks,
@@ -205,8 +206,6 @@ def remembered(method: JudgeMethod) -> JudgeMethod:
     def wrapper(self: OfflineJudge, *args: Any, use_cache: bool = True, **kwargs: Any) -> Any:
         if self.cache is None or not use_cache:
             return method(self, *args, use_cache=use_cache, **kwargs)
-        from rag_eval_pipeline.code_version import code_digest
-
         identity = [method.__name__, self.judge_version, self.embedder.model_name, code_digest()]
         payload = json.dumps([identity, _plain(args), sorted(kwargs.items())], default=str)
         key = hashlib.blake2b(payload.encode(), digest_size=20).hexdigest()
