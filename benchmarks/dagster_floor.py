@@ -4,9 +4,11 @@ Builds a job with the same asset keys, dependencies and partitions as the evalua
 as many asset checks, where every asset writes a one-row table through the project's Parquet IO
 manager and every check passes, and materializes it for the given dataset versions on one date,
 one run per partition as `rag-eval run` does, on a fresh instance from the shipped
-``dagster.yaml`` (the pooled SQLite storage) and a fresh warehouse. The wall time printed, from
-process start (imports included), is what that many steps cost before any metric is computed:
-a lower bound of any run of those partitions.
+``dagster.yaml`` (the pooled SQLite storage) and a fresh warehouse. The time printed runs from
+process start (imports included) but leaves out the one-time creation of the instance's
+database schema, which a `rag-eval run` on an existing instance does not pay: it is what that
+many steps cost before any metric is computed, a lower bound of any run of those partitions.
+The last line is ``floor_seconds=<seconds>`` for `pipeline.py`.
 
     .venv/bin/python benchmarks/dagster_floor.py --date 2026-11-21 demo-v1 demo-v2 scifact-test
 """
@@ -48,11 +50,24 @@ def main() -> None:
         shutil.copy(PROJECT_ROOT / "dagster.yaml", home / "dagster.yaml")
         os.environ["DAGSTER_HOME"] = str(home)
         os.environ["RAG_EVAL_WAREHOUSE"] = str(Path(tmp) / "warehouse")
+        schema_s = create_instance_schema()
         steps = materialize_noop_graph(args.versions, args.date)
+    floor = time.perf_counter() - STARTED - schema_s
     print(
-        f"{len(args.versions)} partition(s) x {steps} no-op steps: "
-        f"{time.perf_counter() - STARTED:.2f}s wall, imports included"
+        f"{len(args.versions)} partition(s) x {steps} no-op steps: {floor:.2f}s, imports "
+        f"included, the instance's one-time schema creation ({schema_s:.2f}s) left out"
     )
+    print(f"floor_seconds={floor:.3f}")
+
+
+def create_instance_schema() -> float:
+    """Create the new instance's databases; returns the seconds it took (storage imports not
+    counted: every run pays them)."""
+    import rag_eval_pipeline.instance_storage  # noqa: F401
+
+    started = time.perf_counter()
+    DagsterInstance.get().dispose()
+    return time.perf_counter() - started
 
 
 def materialize_noop_graph(versions: list[str], day: str) -> int:
@@ -100,7 +115,9 @@ def materialize_noop_graph(versions: list[str], day: str) -> int:
         resolved = noop_defs.resolve_job_def("noop_evaluation")
         for version in versions:
             result = resolved.execute_in_process(
-                partition_key=evaluation_partition_key(version, day), instance=instance
+                partition_key=evaluation_partition_key(version, day),
+                instance=instance,
+                run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
             )
             assert result.success
     return len(keys) + len(checks)

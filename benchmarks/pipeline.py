@@ -31,29 +31,33 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DAY1, DAY2 = "2026-11-20", "2026-11-21"
 
 
-def run_cli(env: dict[str, str], versions: list[str], day: str, *extra: str) -> float:
-    """Wall seconds of one `rag-eval run` in a fresh process."""
-    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", day, *extra]
-    for version in versions:
-        command += ["--dataset-version", version]
+def wall_seconds(command: list[str], env: dict[str, str]) -> float:
+    """Wall seconds of `command` in a fresh process (its stdout discarded)."""
     started = time.perf_counter()
     subprocess.run(command, env=env, cwd=PROJECT_ROOT, check=True, stdout=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
+def run_cli(env: dict[str, str], versions: list[str], day: str, *extra: str) -> float:
+    """Wall seconds of one `rag-eval run`."""
+    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", day, *extra]
+    for version in versions:
+        command += ["--dataset-version", version]
+    return wall_seconds(command, env)
+
+
 def floor_run(env: dict[str, str], versions: list[str], day: str) -> float:
-    """Wall seconds of `dagster_floor.py` (no-op steps) for `versions` on `day`."""
-    command = [sys.executable, str(PROJECT_ROOT / "benchmarks" / "dagster_floor.py")]
-    started = time.perf_counter()
-    subprocess.run(
-        [*command, "--date", day, *versions],
+    """Seconds of `dagster_floor.py` (no-op steps) for `versions` on `day`, as it reports them."""
+    script = str(PROJECT_ROOT / "benchmarks" / "dagster_floor.py")
+    completed = subprocess.run(
+        [sys.executable, script, "--date", day, *versions],
         env=env,
         cwd=PROJECT_ROOT,
         check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
     )
-    return time.perf_counter() - started
+    return float(completed.stdout.strip().splitlines()[-1].removeprefix("floor_seconds="))
 
 
 def embedded_texts(dagster_home: Path) -> list[int]:
