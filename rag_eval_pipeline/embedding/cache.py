@@ -3,6 +3,8 @@
 Vectors live in append-only shard files ``<cache_dir>/<model_key>/<shard>.npz`` so a re-run, a new
 date or a backfill over unchanged texts never pays for the model again. Shards are written to a
 temporary file and renamed into place, so a crash never leaves a half-written shard behind.
+Processes that embed at the same time (partitions materialized side by side) take turns through
+an advisory file lock, so texts two dataset versions share are embedded once, not once each.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ import hashlib
 import os
 import tempfile
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; concurrent processes may embed a text twice
+    fcntl = None  # type: ignore[assignment]
 
 
 def text_key(text: str) -> str:
@@ -57,6 +65,24 @@ class EmbeddingCache:
         """The length of the cached vectors, or None when the cache is empty."""
         self._refresh()
         return len(next(iter(self._vectors.values()))) if self._vectors else None
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the cache's lock file: one process at a time computes and stores vectors.
+
+        Look the keys up again inside: vectors another process stored while this one waited
+        are then read, not computed again. The lock is released when the process dies.
+        """
+        if fcntl is None:
+            yield
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / ".lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def store(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Persist new vectors atomically as one new shard."""

@@ -51,6 +51,15 @@ class EncodeStats:
     embedded: int = 0
 
 
+def _first_missing(keys: Sequence[str], cached: Sequence[np.ndarray | None]) -> list[int]:
+    """Positions of the first occurrence of each key without a cached vector, in order."""
+    first: dict[str, int] = {}
+    for i, (key, vector) in enumerate(zip(keys, cached, strict=True)):
+        if vector is None:
+            first.setdefault(key, i)
+    return sorted(first.values())
+
+
 @dataclass
 class Embedder:
     """Embeds texts with a sentence-transformers model and a content-addressed disk cache."""
@@ -77,25 +86,38 @@ class Embedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` (n × d float32); cached vectors are reused, new ones are cached."""
         texts = list(texts)
-        keys = [text_key(text) for text in texts]
-        cached = self._cache.lookup(keys) if self._cache is not None else [None] * len(texts)
-        missing = sorted(
-            {
-                key: i for i, (key, vec) in enumerate(zip(keys, cached, strict=True)) if vec is None
-            }.values()
-        )
         if not texts:
             self.last_stats = EncodeStats()
             return np.zeros((0, self.dimension), dtype=np.float32)
-        fresh = self._embed([texts[i] for i in missing]) if missing else None
-        if self._cache is not None and fresh is not None:
-            self._cache.store([keys[i] for i in missing], fresh)
+        keys = [text_key(text) for text in texts]
+        cached, missing, fresh = self._cached_and_fresh(texts, keys)
         by_key = {keys[i]: fresh[row] for row, i in enumerate(missing)} if fresh is not None else {}
         vectors = [
             vec if vec is not None else by_key[key] for key, vec in zip(keys, cached, strict=True)
         ]
         self.last_stats = EncodeStats(from_cache=len(texts) - len(missing), embedded=len(missing))
         return np.vstack(vectors).astype(np.float32, copy=False)
+
+    def _cached_and_fresh(
+        self, texts: list[str], keys: list[str]
+    ) -> tuple[list[np.ndarray | None], list[int], np.ndarray | None]:
+        """The cached vector of each text (None where missing), the positions of the first
+        occurrence of each missing text, and their freshly embedded vectors (now cached)."""
+        if self._cache is None:
+            cached: list[np.ndarray | None] = [None] * len(texts)
+            missing = _first_missing(keys, cached)
+            return cached, missing, self._embed([texts[i] for i in missing])
+        cached = self._cache.lookup(keys)
+        if all(vector is not None for vector in cached):
+            return cached, [], None
+        with self._cache.exclusive():
+            cached = self._cache.lookup(keys)
+            missing = _first_missing(keys, cached)
+            if not missing:
+                return cached, [], None
+            fresh = self._embed([texts[i] for i in missing])
+            self._cache.store([keys[i] for i in missing], fresh)
+            return cached, missing, fresh
 
     @property
     def dimension(self) -> int:
