@@ -5,21 +5,28 @@ rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELEC
 rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
 """
 
+from __future__ import annotations
+
 import argparse
 import atexit
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.parallel_runs import PartitionRun, available_cores, run_partitions
 from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, REPORTS_DIR, WAREHOUSE_URL
+
+if TYPE_CHECKING:
+    from dagster import AssetKey, DagsterInstance, JobDefinition
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -33,6 +40,12 @@ def _valid_date(text: str) -> str:
         return date.fromisoformat(text).isoformat()
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from error
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return int(text)
 
 
 def _ensure_dagster_home() -> None:
@@ -98,7 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
-    failed = []
+    pending: list[PartitionRun] = []
     for version in versions:
         key = evaluation_partition_key(version, args.date)
         fingerprint = partition_fingerprint(
@@ -130,22 +143,49 @@ def cmd_run(args: argparse.Namespace) -> int:
                     "same data, code and configuration (--force runs it again)"
                 )
                 continue
-        print(f"materializing {key} ...", flush=True)
-        result = job.execute_in_process(
-            partition_key=key,
-            instance=instance,
-            asset_selection=selection,
-            raise_on_error=False,
-            tags=tags,
-            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
+        pending.append(PartitionRun(version=version, key=str(key), tags=tags))
+    if pending:
+        at_once = min(args.jobs, len(pending))
+        print(
+            f"materializing {', '.join(run.key for run in pending)} ({at_once} at a time) ...",
+            flush=True,
         )
-        print(f"  {'ok' if result.success else 'FAILED'}: run {result.run_id}")
-        if not result.success:
-            failed.append(version)
+    materialize = partial(
+        _materialize_partition,
+        job,
+        instance,
+        selection=selection,
+        run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
+    )
+    failed = []
+    for run, run_id, success in run_partitions(materialize, pending, args.jobs):
+        print(f"  {'ok' if success else 'FAILED'}: {run.key}, run {run_id}", flush=True)
+        if not success:
+            failed.append(run.version)
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _materialize_partition(
+    job: JobDefinition,
+    instance: DagsterInstance,
+    run: PartitionRun,
+    *,
+    selection: Sequence[AssetKey] | None,
+    run_config: Mapping[str, Any],
+) -> tuple[str, bool]:
+    """One Dagster run of `job` for `run`'s partition; returns its run id and success."""
+    result = job.execute_in_process(
+        partition_key=run.key,
+        instance=instance,
+        asset_selection=selection,
+        raise_on_error=False,
+        tags=dict(run.tags),
+        run_config=dict(run_config),
+    )
+    return result.run_id, result.success
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
@@ -254,6 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="WARNING", help="Dagster console log level")
     run.add_argument(
         "--force", action="store_true", help="materialize even partitions that are up to date"
+    )
+    run.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=available_cores(),
+        help="partitions materialized at once, each in its own process (default: the cores)",
     )
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
