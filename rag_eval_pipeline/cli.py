@@ -298,8 +298,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--jobs",
         type=_positive_int,
-        default=available_cores(),
-        help="partitions materialized at once, each in its own process (default: the cores)",
+        default=1,
+        help=(
+            "partitions materialized at once, each in a forked process (default: 1; "
+            f"this machine has {available_cores()} cores)"
+        ),
     )
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
