@@ -15,7 +15,8 @@ Finally a fresh client re-asks the last level's prompts from the warm on-disk ca
 
 Usage: ``python benchmarks/judge_throughput.py [--n 1000] [--n-sequential 100]
 [--latency 0.2] [--concurrency 1 8 32] [--profile]``; ``--profile`` runs the highest concurrency
-level under cProfile and prints the functions with the largest cumulative time.
+level under cProfile (on the client's event-loop thread) and prints the functions with the
+largest cumulative time.
 """
 
 from __future__ import annotations
@@ -82,14 +83,24 @@ def judge_prompts(label: str, n: int) -> list[list[dict[str, str]]]:
 def run_level(
     client: LLMClient, prompts: list[list[dict[str, str]]], profile: bool
 ) -> tuple[float, float]:
-    """Judge all prompts; returns (elapsed seconds, client CPU seconds)."""
+    """Judge all prompts; returns (elapsed seconds, client CPU seconds).
+
+    With `profile`, cProfile runs on the client's event-loop thread (where litellm does its
+    work), from the first reply to the last: it is switched on and off from `on_progress`,
+    which the client calls on that thread.
+    """
     profiler = cProfile.Profile() if profile else None
+
+    def switch_profiler(done: int, total: int) -> None:
+        if profiler is None:
+            return
+        if done < total:
+            profiler.enable()
+        else:
+            profiler.disable()
+
     started, cpu_started = time.perf_counter(), time.process_time()
-    if profiler is not None:
-        profiler.enable()
-    replies = client.complete_many(prompts)
-    if profiler is not None:
-        profiler.disable()
+    replies = client.complete_many(prompts, on_progress=switch_profiler)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     failures = [reply.error for reply in replies if reply.error is not None]
     if failures:
