@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,3 +38,21 @@ def test_second_encode_comes_from_cache(tmp_path: Path, embedder: Embedder) -> N
 
 def test_empty_input_returns_empty_matrix(embedder: Embedder) -> None:
     assert embedder.encode([]).shape == (0, 384)
+
+
+def test_loading_the_model_draws_no_progress_bar(tmp_path: Path) -> None:
+    """A fresh process (as `rag-eval run` is) embeds without a tqdm bar on its stderr."""
+    script = (
+        "from pathlib import Path\n"
+        "from rag_eval_pipeline.embedding.embedder import Embedder\n"
+        f"embedder = Embedder(cache_dir=Path({str(tmp_path)!r}))\n"
+        "print(embedder.encode(['a fresh text']).shape)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TQDM"))}
+    completed = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "(1, 384)"
+    assert "Loading weights" not in completed.stderr
+    assert "it/s]" not in completed.stderr

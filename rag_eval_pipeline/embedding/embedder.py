@@ -2,7 +2,8 @@
 
 `Embedder.encode` returns float32 vectors (L2-normalized by default) and consults the
 content-addressed `EmbeddingCache`, so only texts never seen before reach the model. The model
-is loaded lazily, once per process, and only when a text misses the cache.
+is loaded lazily, once per process, and only when a text misses the cache, without the
+"Loading weights" progress bar that transformers would draw on the run's stderr.
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ def _load_model(path: str) -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()
     logger.info("Loading sentence-transformers model from %s", path)
     return SentenceTransformer(path, device="cpu")
 
