@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,3 +69,29 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
 def report_config(tmp_path: Path) -> dict:
     """Run config sending the HTML report under `tmp_path` instead of the project's data/."""
     return {"ops": {"evaluation_report": {"config": {"reports_dir": str(tmp_path / "reports")}}}}
+
+
+CLI_TIMEOUT_S = 300
+
+
+def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
+    """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
+    Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
+    this environment. Fails the test unless it exits 0; returns its standard output."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
+    env.update(
+        DAGSTER_HOME=str(home),
+        RAG_EVAL_DATA_DIR=str(data_dir),
+        RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
+        PYTHONPATH=str(PROJECT_ROOT),
+    )
+    completed = subprocess.run(
+        [sys.executable, "-m", "rag_eval_pipeline.cli", *args],
+        env=env,
+        cwd=data_dir,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout

@@ -12,8 +12,6 @@ import hashlib
 import multiprocessing
 import os
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -26,12 +24,11 @@ from dagster import DagsterEventType, DagsterInstance
 
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.parallel_runs import PartitionRun, can_fork, run_partitions
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="workers are forked on Linux only")
 
 RUNS = [PartitionRun(version=f"v{i}", key=f"v{i}|2026-11-20", tags={}) for i in range(3)]
-CLI_TIMEOUT_S = 300
 
 
 def test_one_job_runs_in_this_process_in_order() -> None:
@@ -72,25 +69,19 @@ def test_cli_materializes_two_versions_side_by_side(
         shutil.copytree(DATASETS_DIR / version, tmp_path / "datasets" / version)
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
-    env.update(
-        DAGSTER_HOME=str(home),
-        RAG_EVAL_DATA_DIR=str(tmp_path),
-        RAG_EVAL_WAREHOUSE=str(tmp_path / "warehouse"),
-        PYTHONPATH=str(PROJECT_ROOT),
+    stdout = rag_eval(
+        tmp_path,
+        home,
+        "run",
+        "--date",
+        "2026-11-20",
+        "--select",
+        "key:golden_dataset",
+        "--jobs",
+        "2",
     )
-    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", "2026-11-20"]
-    completed = subprocess.run(
-        [*command, "--select", "key:golden_dataset", "--jobs", "2"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT_S,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "(2 at a time)" in completed.stdout
-    assert completed.stdout.count("  ok: ") == 2, completed.stdout
+    assert "(2 at a time)" in stdout
+    assert stdout.count("  ok: ") == 2, stdout
 
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with DagsterInstance.get() as instance:

@@ -8,10 +8,7 @@ dataset or the stored outputs changed.
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,11 +18,10 @@ from upath import UPath
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.io_managers import write_parquet_atomically
 from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval
 
 VERSION = "demo-v1"
 DATE = "2026-11-20"
-CLI_TIMEOUT_S = 300
 
 
 @pytest.fixture
@@ -100,28 +96,20 @@ def test_cli_skips_an_unchanged_partition_and_reruns_on_change(
     home = tmp_path / "home"
     home.mkdir()
     warehouse = tmp_path / "warehouse"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
-    env.update(
-        DAGSTER_HOME=str(home),
-        RAG_EVAL_DATA_DIR=str(tmp_path),
-        RAG_EVAL_WAREHOUSE=str(warehouse),
-        PYTHONPATH=str(PROJECT_ROOT),
-    )
-
-    command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--dataset-version", VERSION]
-    command += ["--date", DATE, "--select", "key:golden_dataset"]
 
     def run(*extra: str) -> str:
-        completed = subprocess.run(
-            [*command, *extra],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=CLI_TIMEOUT_S,
+        return rag_eval(
+            tmp_path,
+            home,
+            "run",
+            "--dataset-version",
+            VERSION,
+            "--date",
+            DATE,
+            "--select",
+            "key:golden_dataset",
+            *extra,
         )
-        assert completed.returncode == 0, completed.stdout + completed.stderr
-        return completed.stdout
 
     assert "materializing demo-v1|2026-11-20" in run()
     assert "demo-v1|2026-11-20 is up to date" in run()
