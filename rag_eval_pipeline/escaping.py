@@ -1,0 +1,58 @@
+"""Escaping untrusted text (dataset ids, questions, answers, file names) for each output sink.
+
+Dataset text reaches Slack, markdown tables in the Dagster UI, HTML reports and terminals. Each
+sink has its own metacharacters, so each has one function here, and every place that writes to a
+sink calls it on every untrusted value:
+
+- `slack_text`: Slack mrkdwn control characters (`&`, `<`, `>`) become entities, so `<!channel>`
+  or `<http://evil|click>` in a value is shown, never a ping or a disguised link.
+- `markdown_cell`: one cell of a GitHub-style markdown table; `|` cannot split the row, a line
+  break cannot end it, and HTML or markdown syntax is shown as text.
+- `terminal_text`: control characters (C0 but tab and newline, DEL, C1), which drive the
+  terminal through escape sequences, are shown as `\\xNN` escapes.
+- `html_text`: `&`, `<`, `>`, `"` and `'` as entities (text and attribute values).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+_SLACK = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_MARKDOWN = str.maketrans(
+    {
+        "&": "&amp;",
+        "<": "&lt;",
+        ">": "&gt;",
+        "|": "&#124;",
+        "\\": "\\\\",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "~": "\\~",
+    }
+)
+_LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def slack_text(value: object) -> str:
+    """`value` as literal text in a Slack mrkdwn message (Slack's own escaping rules)."""
+    return str(value).translate(_SLACK)
+
+
+def markdown_cell(value: object) -> str:
+    """`value` as the literal content of one markdown table cell: line breaks become `<br>`."""
+    return _LINE_BREAKS.sub("<br>", str(value).translate(_MARKDOWN))
+
+
+def terminal_text(value: object) -> str:
+    """`value` with every terminal control character shown as a `\\xNN` escape."""
+    return _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(value))
+
+
+def html_text(value: object) -> str:
+    """`value` as literal HTML text or attribute content."""
+    return html.escape(str(value), quote=True)

@@ -1,0 +1,26 @@
+"""Escaping untrusted text per sink: what each hostile value becomes."""
+
+from __future__ import annotations
+
+from rag_eval_pipeline.escaping import html_text, markdown_cell, slack_text, terminal_text
+
+
+def test_slack_text_neutralizes_mentions_and_links() -> None:
+    assert slack_text("<!channel> sys.trec") == "&lt;!channel&gt; sys.trec"
+    assert slack_text("<http://evil|click> & co") == "&lt;http://evil|click&gt; &amp; co"
+
+
+def test_markdown_cell_keeps_one_cell_on_one_line() -> None:
+    cell = markdown_cell("a|b\nc\r\nd <img src=x> *e*")
+    assert "|" not in cell
+    assert "\n" not in cell and "\r" not in cell
+    assert cell == "a&#124;b<br>c<br>d &lt;img src=x&gt; \\*e\\*"
+
+
+def test_terminal_text_shows_control_sequences() -> None:
+    hostile = "run\x1b]0;pwned\x07\x1b[2J\x9b.trec\tok\n"
+    assert terminal_text(hostile) == "run\\x1b]0;pwned\\x07\\x1b[2J\\x9b.trec\tok\n"
+
+
+def test_html_text_escapes_attributes() -> None:
+    assert html_text("\"'<&>") == "&quot;&#x27;&lt;&amp;&gt;"
