@@ -86,9 +86,14 @@ def nested_dict(
 
 
 def pytrec_eval_results(
-    run: pd.DataFrame, qrels: pd.DataFrame, measures: set[str] = TREC_MEASURES
+    run: pd.DataFrame,
+    qrels: pd.DataFrame,
+    measures: set[str] = TREC_MEASURES,
+    relevance_level: int = 1,
 ) -> dict[str, dict[str, float]]:
-    evaluator = pytrec_eval.RelevanceEvaluator(nested_dict(qrels, "relevance", int), measures)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        nested_dict(qrels, "relevance", int), measures, relevance_level=relevance_level
+    )
     return evaluator.evaluate(nested_dict(run, "score", float))
 
 
@@ -102,11 +107,19 @@ def expected_from_trec(measures: dict[str, float]) -> dict[str, float]:
     return expected
 
 
-def assert_matches_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame) -> pd.DataFrame:
-    """Every query with a relevant judgment: pytrec_eval's value, or 0 if it was not run."""
-    ours = evaluate_run(run, qrels, CHECKED_METRICS)
-    theirs = pytrec_eval_results(run, qrels)
-    relevant_queries = sorted(set(qrels.loc[qrels["relevance"] >= 1, "query_id"]))
+def assert_matches_pytrec_eval(
+    run: pd.DataFrame, qrels: pd.DataFrame, relevance_level: int = 1
+) -> pd.DataFrame:
+    """Every query with a relevant judgment: pytrec_eval's value, or 0 if it was not run.
+
+    pytrec_eval gets grades below -1 as -1: trec_eval uses -2 internally for "unjudged in the
+    pool", and pytrec_eval 0.5 crashes (segfault) on some qrels holding it. For every measure
+    here both grades mean the same (not relevant, no gain; checked where it does not crash).
+    """
+    ours = evaluate_run(run, qrels, CHECKED_METRICS, relevance_level=relevance_level)
+    as_trec_eval_reads = qrels.assign(relevance=qrels["relevance"].clip(lower=-1))
+    theirs = pytrec_eval_results(run, as_trec_eval_reads, relevance_level=relevance_level)
+    relevant_queries = sorted(set(qrels.loc[qrels["relevance"] >= relevance_level, "query_id"]))
     assert ours["query_id"].tolist() == relevant_queries
     for row in ours.to_dict("records"):
         query_id = row.pop("query_id")
@@ -119,8 +132,11 @@ def assert_matches_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame) -> pd.Dat
     return ours
 
 
-def random_tables(seed: int, num_queries: int = 25) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Run and qrels with ties everywhere, empty and short rankings, unrun and unjudged queries."""
+def random_tables(
+    seed: int, num_queries: int = 25, grades: tuple[int, int] = (0, 3)
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run and qrels with ties everywhere, empty and short rankings, unrun and unjudged queries;
+    grades drawn from the inclusive range `grades`."""
     rng = np.random.default_rng(seed)
     query_ids = rng.choice(
         ["1", "2", "9", "10", "11", "100", "q-é", *map(str, range(200, 260))],
@@ -136,7 +152,7 @@ def random_tables(seed: int, num_queries: int = 25) -> tuple[pd.DataFrame, pd.Da
             continue  # a run-only query: must be ignored
         judged = int(rng.integers(1, 12))
         for doc_id in rng.choice(DOC_POOL, judged, replace=False):
-            qrels_rows.append((query_id, doc_id, int(rng.integers(0, 4))))
+            qrels_rows.append((query_id, doc_id, int(rng.integers(grades[0], grades[1] + 1))))
     return run_frame(run_rows), qrels_frame(qrels_rows)
 
 
@@ -147,6 +163,65 @@ def random_tables(seed: int, num_queries: int = 25) -> tuple[pd.DataFrame, pd.Da
 def test_random_tied_runs_match_pytrec_eval(seed: int) -> None:
     run, qrels = random_tables(seed)
     assert_matches_pytrec_eval(run, qrels)
+
+
+@pytest.mark.parametrize("relevance_level", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", range(10))
+def test_graded_qrels_from_minus_2_to_4_match_pytrec_eval_at_every_level(
+    seed: int, relevance_level: int
+) -> None:
+    run, qrels = random_tables(seed, grades=(-2, 4))
+    assert set(qrels["relevance"]) == set(range(-2, 5))
+    ours = assert_matches_pytrec_eval(run, qrels, relevance_level)
+    assert len(ours) > 0
+
+
+def test_relevance_level_by_hand() -> None:
+    """Grades 4, 1, -1, 0, 2 at ranks 5, 4, 3, 2, 6 (an unjudged document at rank 1).
+
+    Level 2: relevant = {a: 4, e: 2, f: 3 (not retrieved)}, R = 3. First relevant at rank 5:
+    MRR 0.2; P@5 = 1/5; MAP = (1/5 + 2/6) / 3. NDCG ignores the level: gains 1 at rank 4,
+    4 at rank 5, 2 at rank 6; the ideal is 4, 3, 2, 1.
+    """
+    run = run_frame(
+        [
+            ("q", "g", 9.0),
+            ("q", "d", 8.0),
+            ("q", "c", 7.0),
+            ("q", "b", 6.0),
+            ("q", "a", 5.0),
+            ("q", "e", 4.0),
+        ]
+    )
+    qrels = qrels_frame(
+        [("q", "a", 4), ("q", "b", 1), ("q", "c", -1), ("q", "d", 0), ("q", "e", 2), ("q", "f", 3)]
+    )
+    row = evaluate_run(
+        run, qrels, ["mrr", "precision@5", "map", "recall@5", "ndcg@10"], relevance_level=2
+    ).iloc[0]
+    ideal = 4 + 3 / math.log2(3) + 2 / 2 + 1 / math.log2(5)
+    dcg = 1 / math.log2(5) + 4 / math.log2(6) + 2 / math.log2(7)
+    assert row["mrr"] == pytest.approx(0.2)
+    assert row["precision@5"] == pytest.approx(0.2)
+    assert row["recall@5"] == pytest.approx(1 / 3)
+    assert row["map"] == pytest.approx((1 / 5 + 2 / 6) / 3)
+    assert row["ndcg@10"] == pytest.approx(dcg / ideal)
+    level_1 = evaluate_run(run, qrels, ["ndcg@10", "recall@5"], relevance_level=1).iloc[0]
+    assert level_1["ndcg@10"] == pytest.approx(row["ndcg@10"])
+    assert level_1["recall@5"] == pytest.approx(2 / 4)
+
+
+def test_queries_without_a_grade_at_the_level_are_not_scored() -> None:
+    qrels = qrels_frame([("q1", "a", 1), ("q2", "b", 2)])
+    run = run_frame([("q1", "a", 1.0), ("q2", "b", 1.0)])
+    assert evaluate_run(run, qrels, ["mrr"], relevance_level=2)["query_id"].tolist() == ["q2"]
+
+
+@pytest.mark.parametrize("level", [0, -1, 1.5, True])
+def test_relevance_level_below_1_or_not_an_integer_raises(level: object) -> None:
+    qrels = qrels_frame([("q", "a", 1)])
+    with pytest.raises(ValueError, match="relevance_level"):
+        evaluate_run(run_frame([]), qrels, ["mrr"], relevance_level=level)  # type: ignore[arg-type]
 
 
 @settings(max_examples=60, deadline=None)

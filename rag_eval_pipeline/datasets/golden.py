@@ -86,7 +86,7 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     """Read and validate the dataset version stored in `folder`.
 
     Raises `DatasetError` naming file, row and column for: missing files or columns, bad types,
-    duplicate ids, empty texts, relevance outside 0–3, and references to unknown queries or
+    duplicate ids, empty texts, non-integer grades, and references to unknown queries or
     documents (qrels, runs, logs).
     """
     folder = Path(folder)

@@ -267,7 +267,7 @@ QUERIES = TableSchema(
 )
 QRELS = TableSchema(
     "qrels",
-    (Column("query_id", "id"), Column("doc_id", "id"), Column("relevance", "int", low=0, high=3)),
+    (Column("query_id", "id"), Column("doc_id", "id"), Column("relevance", "int")),
     key=("query_id", "doc_id"),
 )
 RUNS = TableSchema(

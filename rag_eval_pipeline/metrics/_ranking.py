@@ -1,8 +1,9 @@
 """Vectorized trec_eval ranking for the Tier 1 IR-metric kernel.
 
 Turns a qrels table and a run table into integer arrays: for every query with at least one
-relevant judgment, which relevant documents the run retrieved and at which rank. Nothing here
-knows about individual metrics; :mod:`rag_eval_pipeline.metrics.retrieval` computes those.
+relevant judgment, which judged documents (grade > 0) the run retrieved and at which rank.
+Nothing here knows about individual metrics; :mod:`rag_eval_pipeline.metrics.retrieval`
+computes those.
 
 Ranking follows trec_eval 9.0.8 (``form_res_rels.c``): a score is stored as a C ``float``
 (float32), documents are ordered by score descending, and documents with equal float32 scores
@@ -36,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Judgments", "RankedHits", "load_judgments", "rank_relevant_hits"]
+__all__ = ["Judgments", "RankedHits", "load_judgments", "rank_judged_hits"]
 
 _ARROW_STRING = pd.StringDtype("pyarrow")
 _QUERY_SHIFT = np.uint64(32)
@@ -55,7 +56,11 @@ _BIT_IN_BYTE = np.uint64(7)
 
 @dataclass(frozen=True)
 class Judgments:
-    """Relevant judgments (grade ≥ 1) of the queries that have at least one.
+    """Judgments with a positive grade of the queries that have at least one relevant one.
+
+    A judgment is relevant when its grade is ≥ ``relevance_level`` (trec_eval ``-l``); every
+    positive grade is kept, because trec_eval's ``ndcg_cut`` gains the grade of any judged
+    document with a grade above 0, relevant or not.
 
     ``query_ids`` holds those queries sorted; array entries refer to them by position (code).
     The per-judgment arrays are sorted by query code, then grade descending, so they also list
@@ -66,6 +71,7 @@ class Judgments:
     query: np.ndarray
     doc_id: pd.Series
     grade: np.ndarray
+    relevance_level: int = 1
 
     @property
     def num_queries(self) -> int:
@@ -73,7 +79,8 @@ class Judgments:
 
     def num_relevant(self) -> np.ndarray:
         """Number of relevant judgments per query (trec_eval ``num_rel``)."""
-        return np.bincount(self.query, minlength=self.num_queries)
+        relevant = self.grade >= self.relevance_level
+        return np.bincount(self.query[relevant], minlength=self.num_queries)
 
 
 @dataclass(frozen=True)
@@ -85,13 +92,20 @@ class RankedHits:
     grade: np.ndarray
 
 
-def load_judgments(qrels: pd.DataFrame) -> Judgments:
-    """Validate ``qrels`` and keep the relevant judgments of queries that have any.
+def load_judgments(qrels: pd.DataFrame, relevance_level: int = 1) -> Judgments:
+    """Validate ``qrels`` and keep the positive judgments of queries with a relevant one.
 
-    Grades below 1 are not relevant; trec_eval reads a negative grade as "pooled but not
-    judged", which is equally not relevant. Raises ``ValueError`` for missing columns or ids
-    and for repeated (query_id, doc_id) pairs, which trec_eval rejects too.
+    A grade ≥ ``relevance_level`` (an integer ≥ 1, trec_eval ``-l``) is relevant; lower grades
+    (0, negative: trec_eval reads those as judged non-relevant) are not. Raises ``ValueError``
+    for a level below 1, missing columns or ids and for repeated (query_id, doc_id) pairs,
+    which trec_eval rejects too.
     """
+    if isinstance(relevance_level, bool) or not isinstance(relevance_level, int | np.integer):
+        raise ValueError(f"relevance_level must be an integer, got {relevance_level!r}")
+    if relevance_level < 1:
+        raise ValueError(
+            f"relevance_level must be at least 1 (trec_eval -l), got {relevance_level}"
+        )
     _require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels")
     query_codes, query_ids = pd.factorize(_id_strings(qrels["query_id"]), sort=True)
     _require_present(query_codes, "qrels", "query_id")
@@ -99,20 +113,23 @@ def load_judgments(qrels: pd.DataFrame) -> Judgments:
     grade = qrels["relevance"].to_numpy(dtype=np.int64)
     _raise_if_repeated(query_codes, doc_id, query_ids, "qrels")
 
-    relevant = np.flatnonzero(grade >= 1)
-    kept_queries, query = np.unique(query_codes[relevant], return_inverse=True)
-    by_query_then_grade = np.lexsort((-grade[relevant], query))
-    order = relevant[by_query_then_grade]
+    scored_queries = np.zeros(len(query_ids), dtype=bool)
+    scored_queries[query_codes[grade >= relevance_level]] = True
+    kept = np.flatnonzero((grade >= 1) & scored_queries[query_codes])
+    kept_queries, query = np.unique(query_codes[kept], return_inverse=True)
+    by_query_then_grade = np.lexsort((-grade[kept], query))
+    order = kept[by_query_then_grade]
     return Judgments(
         query_ids=query_ids[kept_queries],
         query=query[by_query_then_grade],
         doc_id=doc_id.iloc[order].reset_index(drop=True),
         grade=grade[order],
+        relevance_level=int(relevance_level),
     )
 
 
-def rank_relevant_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
-    """Find the relevant documents ``run`` retrieved and their trec_eval ranks.
+def rank_judged_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
+    """Find the positively judged documents ``run`` retrieved and their trec_eval ranks.
 
     Rows of queries outside ``judgments`` are ignored. Raises ``ValueError`` for missing
     columns or ids, NaN scores and repeated (query_id, doc_id) pairs, which trec_eval rejects.
@@ -131,7 +148,7 @@ def rank_relevant_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
     judged_pairs = _pair_fingerprints(judgments.query, judgments.doc_id, "qrels")
     keys = _row_keys(query, score, doc_id, _KeyFilter(judged_pairs))
     _raise_if_pairs_repeat(keys.pair, query, doc_id, judgments.query_ids)
-    rows, grade = _relevant_rows(keys, query, doc_id, judgments, judged_pairs)
+    rows, grade = _judged_rows(keys, query, doc_id, judgments, judged_pairs)
     rank = _trec_ranks(keys.order, query, rows, doc_id)
     order = np.lexsort((rank, query[rows]))
     return RankedHits(query=query[rows][order], rank=rank[order], grade=grade[order])
@@ -324,14 +341,14 @@ def _finalize(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _relevant_rows(
+def _judged_rows(
     keys: _RowKeys,
     query: np.ndarray,
     doc_id: pd.Series,
     judgments: Judgments,
     judged_pairs: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run rows (ascending) whose (query, doc) has a relevant judgment, and its grade.
+    """Run rows (ascending) whose (query, doc) has a kept judgment (grade > 0), and its grade.
 
     Candidate rows are paired with every judgment sharing their pair fingerprint (normally
     one or none), and a pair is kept only if query and doc id really match. Candidates are

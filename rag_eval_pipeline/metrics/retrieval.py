@@ -9,28 +9,31 @@ equals what trec_eval 9.0.8 (as wrapped by ``pytrec_eval``) reports per query:
   document id descending in byte (``strcmp``) order, e.g. ``"9"`` ranks above ``"10"``. A
   ``rank`` column in the run is ignored. Ranks below are 1-based.
 * **Ids** are strings (non-string id columns are converted), compared exactly.
-* **Relevance**: a document is relevant when its qrels grade is ≥ 1. Grade 0 (judged
-  non-relevant), negative grades (trec_eval: pooled but unjudged) and unjudged documents count
-  the same: not relevant, gain 0. ``R`` is the number of relevant judgments of the query
-  (trec_eval ``num_rel``), whether retrieved or not.
+* **Relevance** (trec_eval ``-l``): a document is relevant when its qrels grade (any integer)
+  is ≥ the relevance level (default 1; the TREC Deep Learning tracks use 2). Lower grades
+  (0, negative) and unjudged documents are not relevant. ``R`` is the number of relevant
+  judgments of the query (trec_eval ``num_rel``), whether retrieved or not. The relevance
+  level changes every metric except NDCG, whose gains are grades (as in trec_eval).
 * ``hit_rate@k``: 1 if a relevant document is in the top k, else 0 (trec_eval ``success.k``).
 * ``mrr``: 1 / rank of the first relevant document, no cutoff; 0 if none was retrieved
   (trec_eval ``recip_rank``). ``mrr@k``: the same, but 0 when that rank is beyond k.
 * ``precision@k``: relevant documents in the top k divided by k, even when fewer than k
   documents were retrieved (trec_eval ``P.k``).
 * ``recall@k``: relevant documents in the top k divided by R (trec_eval ``recall.k``).
-* ``ndcg@k``: DCG@k / ideal DCG@k (trec_eval ``ndcg_cut.k``) with linear gain (the grade) and
-  discount log2(rank + 1). The ideal ranking is built from *all* relevant judgments of the
-  query, retrieved or not, sorted by grade descending and cut at k.
+* ``ndcg@k``: DCG@k / ideal DCG@k (trec_eval ``ndcg_cut.k``) with linear gain (the grade,
+  for every grade > 0 whatever the relevance level; 0 for lower grades and unjudged
+  documents) and discount log2(rank + 1). The ideal ranking is built from *all* judgments of
+  the query with a grade > 0, retrieved or not, sorted by grade descending and cut at k.
 * ``ndcg_exp@k``: the same with exponential gain 2^grade - 1 (ranx ``ndcg_burges@k``).
 * ``map``: average precision without cutoff: the sum of precision at the rank of each
   relevant retrieved document, divided by R (trec_eval ``map``).
 * ``r_precision``: relevant documents in the top R divided by R (trec_eval ``Rprec``).
 
-Queries: only queries with at least one relevant judgment are scored (trec_eval skips the
-rest). Such a query that the run has no rows for scores 0 on every metric, as trec_eval does
-with ``-c``. Run rows of queries without relevant judgments are ignored. A document listed
-twice for one query (in the run or in the qrels) is an error, as it is for trec_eval.
+Queries: only queries with at least one relevant judgment are scored (trec_eval gives the
+rest 0 on every metric but NDCG). Such a query that the run has no rows for scores 0 on every
+metric, as trec_eval does with ``-c``. Run rows of queries without relevant judgments are
+ignored. A document listed twice for one query (in the run or in the qrels) is an error, as it
+is for trec_eval.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ import pandas as pd
 from rag_eval_pipeline.metrics._ranking import (
     RankedHits,
     load_judgments,
-    rank_relevant_hits,
+    rank_judged_hits,
 )
 
 __all__ = ["DEFAULT_RETRIEVAL_METRICS", "evaluate_run"]
@@ -80,13 +83,15 @@ _METRIC_NAME = re.compile(r"(?P<family>[a-z_]+)(?:@(?P<cutoff>[1-9][0-9]*))?")
 class _Evidence:
     """Everything the metrics need, as flat arrays over all queries.
 
-    ``hits`` are the relevant documents the run retrieved at their trec_eval ranks; ``ideal``
-    is every query's ideal ranking: all its relevant judgments sorted by grade descending.
+    ``hits`` are the relevant documents the run retrieved at their trec_eval ranks; ``gains``
+    the retrieved documents with a grade > 0 (NDCG's gains); ``ideal`` is every query's ideal
+    ranking: all its judgments with a grade > 0, sorted by grade descending.
     """
 
     num_queries: int
     num_relevant: np.ndarray
     hits: RankedHits
+    gains: RankedHits
     ideal: RankedHits
 
 
@@ -104,6 +109,7 @@ def evaluate_run(
     run: pd.DataFrame,
     qrels: pd.DataFrame,
     metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+    relevance_level: int = 1,
 ) -> pd.DataFrame:
     """Score ``run`` against ``qrels`` per query, exactly as trec_eval 9.0.8 would.
 
@@ -111,13 +117,13 @@ def evaluate_run(
         run: Columns ``query_id`` (str), ``doc_id`` (str) and ``score`` (float); any other
             column (``rank``, ``system``, ...) is ignored. Documents are ranked by float32
             score descending, ties broken by ``doc_id`` descending in byte order.
-        qrels: Columns ``query_id``, ``doc_id`` and ``relevance`` (int grade, normally 0-3;
-            grades ≥ 1 are relevant and are the linear NDCG gain, 0 means judged
-            non-relevant).
+        qrels: Columns ``query_id``, ``doc_id`` and ``relevance`` (any integer grade; grades
+            ≥ ``relevance_level`` are relevant, grades > 0 are the linear NDCG gain).
         metrics: Metric names, each ``hit_rate@k``, ``mrr``, ``mrr@k``, ``recall@k``,
             ``precision@k``, ``ndcg@k``, ``ndcg_exp@k``, ``map`` or ``r_precision`` for any
             integer k ≥ 1. The module docstring defines each, with its trec_eval measure.
             A single string is treated as one name.
+        relevance_level: The lowest relevant grade, an integer ≥ 1 (trec_eval ``-l``).
 
     Returns:
         One row per query with at least one relevant judgment, sorted by ``query_id``:
@@ -129,14 +135,20 @@ def evaluate_run(
     Raises:
         ValueError: An unknown, malformed or repeated metric name (named in the message);
             missing columns or ids; NaN scores; or a (query_id, doc_id) pair listed twice in
-            the run or in the qrels (trec_eval ``form_res_rels.c`` rejects both).
+            the run or in the qrels (trec_eval ``form_res_rels.c`` rejects both); a relevance
+            level below 1.
     """
     requested = _parse_metrics([metrics] if isinstance(metrics, str) else list(metrics))
-    judgments = load_judgments(qrels)
+    judgments = load_judgments(qrels, relevance_level)
+    gains = rank_judged_hits(run, judgments)
+    relevant = gains.grade >= judgments.relevance_level
     evidence = _Evidence(
         num_queries=judgments.num_queries,
         num_relevant=judgments.num_relevant().astype(np.float64),
-        hits=rank_relevant_hits(run, judgments),
+        hits=RankedHits(
+            query=gains.query[relevant], rank=gains.rank[relevant], grade=gains.grade[relevant]
+        ),
+        gains=gains,
         ideal=RankedHits(
             query=judgments.query,
             rank=_position_within_query(judgments.query),
@@ -226,7 +238,7 @@ def _ndcg_with_gain(
     evidence: _Evidence, cutoff: int | None, gain: Callable[[np.ndarray], np.ndarray]
 ) -> np.ndarray:
     """DCG / ideal DCG; every scored query has a relevant judgment, so the ideal is > 0."""
-    hits, ideal = evidence.hits, evidence.ideal
+    hits, ideal = evidence.gains, evidence.ideal
     dcg = _dcg(hits, evidence.num_queries, cutoff, gain(hits.grade))
     return dcg / _dcg(ideal, evidence.num_queries, cutoff, gain(ideal.grade))
 
