@@ -98,6 +98,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     instance = DagsterInstance.get()
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
+    problems = {v: p for v in versions if v not in registered and (p := datasets.problem(v))}
+    for version, problem in problems.items():
+        print(f"invalid dataset version {version!r}: {problem}", file=sys.stderr)
+    if problems and args.dataset_version:
+        return 2
+    versions = [v for v in versions if v not in problems]
     new = [v for v in versions if v not in registered]
     if new:
         instance.add_dynamic_partitions(DATASET_VERSION, new)

@@ -11,6 +11,7 @@ import pandas as pd
 from dagster import ConfigurableResource
 
 from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
+from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
@@ -40,6 +41,14 @@ class DatasetsResource(ConfigurableResource):
     def load(self, version: str) -> GoldenDataset:
         """Read and validate one version (raises `DatasetError` naming file, row, column)."""
         return load_dataset(version_dir(Path(self.root), version), version)
+
+    def problem(self, version: str) -> str | None:
+        """Why `version` cannot be evaluated, in one line; None when it loads and validates."""
+        try:
+            self.load(version)
+        except (DatasetError, InvalidVersionName) as error:
+            return error.summary if isinstance(error, DatasetError) else str(error)
+        return None
 
 
 @cache
@@ -82,6 +91,10 @@ class RagSystemResource(ConfigurableResource):
     top_k: int = 3
     retrieval_depth: int = 100
     skip_top: int = 0
+
+    def kind_for(self, dataset: GoldenDataset) -> str:
+        """The system that evaluates `dataset`: its `dataset.yaml` `system`, else `kind`."""
+        return dataset.manifest.system or self.kind
 
 
 class LLMResource(ConfigurableResource):

@@ -40,20 +40,28 @@ def today() -> str:
     minimum_interval_seconds=60,
     default_status=DefaultSensorStatus.RUNNING,
     description=(
-        "Registers every valid folder under data/datasets/ as a dataset_version partition and "
-        "requests today's evaluation for new ones; invalid folders are reported, not registered."
+        "Validates every new folder under data/datasets/ (all its tables), registers the valid "
+        "ones as dataset_version partitions and requests today's evaluation for them; invalid "
+        "folders are reported in the skip reason and log, not registered."
     ),
 )
 def dataset_version_sensor(
     context: SensorEvaluationContext, datasets: DatasetsResource
 ) -> SensorResult | SkipReason:
     scan = datasets.scan()
-    for name, reason in scan.invalid.items():
-        context.log.warning(f"Dataset folder {name!r} not registered: {reason}")
     registered = set(context.instance.get_dynamic_partitions(DATASET_VERSION))
-    new_versions = [version for version in scan.valid if version not in registered]
+    invalid = dict(scan.invalid)
+    new_versions = []
+    for version in (v for v in scan.valid if v not in registered):
+        problem = datasets.problem(version)
+        if problem is None:
+            new_versions.append(version)
+        else:
+            invalid[version] = problem
+    for name, reason in invalid.items():
+        context.log.warning(f"Dataset folder {name!r} not registered: {reason}")
     if not new_versions:
-        rejected = "; ".join(f"{name!r}: {reason}" for name, reason in scan.invalid.items())
+        rejected = "; ".join(f"{name!r}: {reason}" for name, reason in invalid.items())
         return SkipReason(
             "No new dataset versions." + (f" Rejected folders: {rejected}" if rejected else "")
         )

@@ -80,11 +80,16 @@ def test_empty_text_is_rejected(version: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("grade", ["4", "-1", "2.5", "high"])
-def test_relevance_outside_0_to_3_is_rejected(version: Path, grade: str) -> None:
+@pytest.mark.parametrize("grade", ["1.5", "x", "2e100"])
+def test_non_integer_relevance_is_rejected(version: Path, grade: str) -> None:
     (version / "qrels.csv").write_text(f"query_id,doc_id,relevance\nq1,d1,{grade}\n")
     message = error_text(version)
     assert "qrels.csv, row 1 (line 2), column 'relevance'" in message
+
+
+def test_any_integer_grade_is_accepted_like_trec_eval(version: Path) -> None:
+    (version / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,4\nq2,d2,-1\n")
+    assert load_dataset(version).qrels["relevance"].tolist() == [4, -1]
 
 
 def test_invalid_json_line_names_the_line(version: Path) -> None:
@@ -130,7 +135,7 @@ def test_run_referencing_unknown_doc(version: Path) -> None:
 
 
 def test_many_bad_rows_are_counted_not_all_listed(version: Path) -> None:
-    lines = "".join(f"q1,d1,{9}\n" for _ in range(12))
+    lines = "".join(f"q1,d{n},x\n" for n in range(12))
     (version / "qrels.csv").write_text("query_id,doc_id,relevance\n" + lines)
     message = error_text(version)
     assert "(and 7 more rows)" in message

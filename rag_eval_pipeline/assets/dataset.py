@@ -32,7 +32,7 @@ def golden_dataset(
             ),
         }
     )
-    return dataset.tables()
+    return dataset.stored_tables()
 
 
 def as_dataset(context: AssetExecutionContext, tables: dict[str, pd.DataFrame]) -> GoldenDataset:

@@ -40,7 +40,8 @@ def e2e_generations(
     rag_system: RagSystemResource,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
-    if rag_system.kind == "reference" and not dataset.has_corpus:
+    kind = rag_system.kind_for(dataset)
+    if kind == "reference" and not dataset.has_corpus:
         return skipped(
             context,
             "the reference RAG needs corpus texts; this version has none",
@@ -49,7 +50,7 @@ def e2e_generations(
     model = embedder.get()
     generator, client = generator_llm.generator(model)
     system = build_rag_system(
-        rag_system.kind,
+        kind,
         corpus=dataset.corpus,
         answers=dataset.answers,
         embedder=model,

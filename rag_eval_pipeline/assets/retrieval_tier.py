@@ -84,8 +84,18 @@ def retrieval_metrics(
     retrieval_runs: pd.DataFrame,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
-    per_query = evaluate_runs(retrieval_runs, dataset.qrels, real_user_run(dataset)[1])
-    context.add_output_metadata({"n_rows": MetadataValue.int(len(per_query))})
+    per_query = evaluate_runs(
+        retrieval_runs,
+        dataset.qrels,
+        real_user_run(dataset)[1],
+        relevance_level=dataset.relevance_level,
+    )
+    context.add_output_metadata(
+        {
+            "n_rows": MetadataValue.int(len(per_query)),
+            "relevance_level": MetadataValue.int(dataset.relevance_level),
+        }
+    )
     return per_query
 
 

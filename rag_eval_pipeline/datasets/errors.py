@@ -23,6 +23,8 @@ class ValidationIssue:
         where = [self.file]
         if self.row is not None:
             where.append(f"row {self.row}" + (f" (line {self.line})" if self.line else ""))
+        elif self.line is not None:
+            where.append(f"line {self.line}")
         if self.column is not None:
             where.append(f"column '{self.column}'")
         return f"{', '.join(where)}: {self.message}"
@@ -40,6 +42,13 @@ class DatasetError(ValueError):
         more = len(issues) - self.max_listed
         suffix = f"\n  ... and {more} more" if more > 0 else ""
         super().__init__(f"Invalid dataset {source}: {len(issues)} problem(s)\n{listed}{suffix}")
+
+    @property
+    def summary(self) -> str:
+        """One line: the first problem and how many more there are."""
+        first = str(self.issues[0]) if self.issues else "invalid"
+        more = f" (and {len(self.issues) - 1} more problem(s))" if len(self.issues) > 1 else ""
+        return f"{first}{more}"
 
 
 class InvalidVersionName(ValueError):

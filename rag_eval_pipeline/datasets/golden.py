@@ -6,15 +6,27 @@ and raises one `DatasetError` listing every problem (file, row, column) instead 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.formats import (
+    EVALUATION_FORMATS,
+    beir_corpus,
+    beir_queries,
+    evaluation_tables,
+)
+from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import read_qrels, read_table, read_trec_run
 from rag_eval_pipeline.datasets.validation import SCHEMAS, TableValidator
-from rag_eval_pipeline.datasets.versions import find_table_file, validate_version_name
+from rag_eval_pipeline.datasets.versions import (
+    escapes_folder,
+    find_table_file,
+    validate_version_name,
+)
 
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
 
@@ -31,6 +43,7 @@ class GoldenDataset:
     logs: pd.DataFrame | None = None
     judge_labels: pd.DataFrame | None = None
     answers: pd.DataFrame | None = None
+    manifest: DatasetManifest = field(default_factory=DatasetManifest)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The present tables by name, as stored by the `golden_dataset` asset."""
@@ -40,10 +53,21 @@ class GoldenDataset:
             if isinstance(getattr(self, f.name), pd.DataFrame)
         }
 
+    def stored_tables(self) -> dict[str, pd.DataFrame]:
+        """`tables()` plus the manifest as a one-row `manifest` table."""
+        return {**self.tables(), "manifest": self.manifest.to_frame()}
+
     @classmethod
     def from_tables(cls, version: str, tables: dict[str, pd.DataFrame]) -> GoldenDataset:
         """Rebuild from the tables the `golden_dataset` asset stored."""
-        return cls(version=version, **tables)
+        data = dict(tables)
+        manifest = DatasetManifest.from_frame(data.pop("manifest", None))
+        return cls(version=version, manifest=manifest, **data)
+
+    @property
+    def relevance_level(self) -> int:
+        """The lowest relevant qrels grade (`dataset.yaml` `relevance_level`, trec_eval -l)."""
+        return self.manifest.relevance_level
 
     @property
     def has_corpus(self) -> bool:
@@ -60,8 +84,8 @@ class GoldenDataset:
 
     @property
     def relevant_qrels(self) -> pd.DataFrame:
-        """Judgments with grade ≥ 1 (the documents counted as relevant)."""
-        return self.qrels[self.qrels["relevance"] >= 1]
+        """Judgments with grade ≥ the relevance level (the documents counted as relevant)."""
+        return self.qrels[self.qrels["relevance"] >= self.relevance_level]
 
     def statistics(self) -> dict[str, int]:
         """Row counts of every table, for metadata and the scorecard."""
@@ -85,39 +109,52 @@ def _validated(
 def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     """Read and validate the dataset version stored in `folder`.
 
-    Raises `DatasetError` naming file, row and column for: missing files or columns, bad types,
-    duplicate ids, empty texts, non-integer grades, and references to unknown queries or
-    documents (qrels, runs, logs).
+    The folder holds our tables, a BEIR folder (`qrels/<split>.tsv`) or one ragas/deepeval
+    evaluation table (`ragas.*`, `deepeval.*`), plus an optional `dataset.yaml`. Raises
+    `DatasetError` naming file, row and column for: missing files or columns, bad types,
+    duplicate ids, empty texts, non-integer grades, bad `dataset.yaml` settings, files that are
+    symlinks out of the folder, and references to unknown queries or documents (qrels, runs,
+    logs, answers).
     """
     folder = Path(folder)
     version = validate_version_name(version or folder.name)
     if not folder.is_dir():
         raise DatasetError(str(folder), [ValidationIssue(str(folder), "no such dataset folder")])
-    issues: list[ValidationIssue] = []
+    manifest, issues = read_manifest(folder)
     tables: dict[str, pd.DataFrame] = {}
     validators: dict[str, TableValidator] = {}
-    for name in ("queries", "qrels", *OPTIONAL_TABLES):
-        path = find_table_file(folder, name)
-        if path is None:
-            if name in ("queries", "qrels"):
-                issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
-            continue
-        try:
-            raw = read_qrels(path) if name == "qrels" else read_table(path)
-        except DatasetError as error:
-            issues.extend(error.issues)
-            continue
-        tables[name], validators[name] = _validated(raw, name, path.name, issues)
+    evaluation = [(f, p) for f in EVALUATION_FORMATS if (p := find_table_file(folder, f))]
+    if evaluation:
+        table_format, path = evaluation[0]
+        tables, validators = _evaluation_table(folder, table_format, path, issues)
+        if manifest.system is None:
+            manifest = replace(manifest, system="logged")
+    else:
+        for name in ("queries", "qrels", *OPTIONAL_TABLES):
+            path = find_table_file(folder, name)
+            if path is None and name == "qrels":
+                path = _beir_qrels(folder, manifest.split)
+            if path is None:
+                if name in ("queries", "qrels"):
+                    issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
+                continue
+            raw = _read(folder, path, read_qrels if name == "qrels" else read_table, issues)
+            if raw is not None:
+                raw = {"corpus": beir_corpus, "queries": beir_queries}.get(name, _same)(raw)
+                label = path.relative_to(folder).as_posix()
+                tables[name], validators[name] = _validated(raw, name, label, issues)
+        if "qrels" in tables and "queries" in tables and _is_beir(folder, manifest.split):
+            judged = tables["queries"]["query_id"].isin(set(tables["qrels"]["query_id"]))
+            tables["queries"] = tables["queries"][judged].reset_index(drop=True)
+            validators["queries"] = TableValidator(tables["queries"], "queries.jsonl")
     run_frames: list[pd.DataFrame] = []
     run_validators: list[TableValidator] = []
     for path in sorted((folder / "runs").glob("*.trec")):
         if not path.is_file():
             issues.append(ValidationIssue(f"runs/{path.name}", "is not a file"))
             continue
-        try:
-            raw_run = read_trec_run(path)
-        except DatasetError as error:
-            issues.extend(error.issues)
+        raw_run = _read(folder, path, read_trec_run, issues)
+        if raw_run is None:
             continue
         run, validator = _validated(raw_run, "runs", f"runs/{path.name}", issues)
         run_frames.append(run)
@@ -129,7 +166,64 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
         issues = [issue for v in [*validators.values(), *run_validators] for issue in v.issues]
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
-    return GoldenDataset(version=version, **tables)
+    return GoldenDataset(version=version, manifest=manifest, **tables)
+
+
+def _same(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame
+
+
+def _read(
+    folder: Path,
+    path: Path,
+    reader: Callable[[Path], pd.DataFrame],
+    issues: list[ValidationIssue],
+) -> pd.DataFrame | None:
+    """`reader(path)`, or None with the problems added to `issues`."""
+    label = path.relative_to(folder).as_posix()
+    if escapes_folder(folder, path):
+        issues.append(ValidationIssue(label, "is a link to a file outside the dataset folder"))
+        return None
+    try:
+        return reader(path)
+    except DatasetError as error:
+        issues.extend(error.issues)
+        return None
+
+
+def _beir_qrels(folder: Path, split: str) -> Path | None:
+    path = folder / "qrels" / f"{split}.tsv"
+    return path if path.is_file() else None
+
+
+def _is_beir(folder: Path, split: str) -> bool:
+    return find_table_file(folder, "qrels") is None and _beir_qrels(folder, split) is not None
+
+
+def _evaluation_table(
+    folder: Path, table_format: str, path: Path, issues: list[ValidationIssue]
+) -> tuple[dict[str, pd.DataFrame], dict[str, TableValidator]]:
+    """The tables of a ragas or deepeval evaluation table (see `datasets.formats`)."""
+    others = [name for name in ("queries", "qrels") if find_table_file(folder, name)]
+    if others:
+        issues.append(
+            ValidationIssue(
+                path.name, f"a {table_format} table is a whole version: remove {others} or it"
+            )
+        )
+        return {}, {}
+    raw = _read(folder, path, read_table, issues)
+    if raw is None:
+        return {}, {}
+    before = len(issues)
+    table, _ = _validated(raw, table_format, path.name, issues)
+    if len(issues) > before:
+        return {}, {}
+    tables = evaluation_tables(table, table_format)
+    validators: dict[str, TableValidator] = {}
+    for name, frame in tables.items():
+        tables[name], validators[name] = _validated(frame, name, path.name, issues)
+    return tables, validators
 
 
 def _check_references(

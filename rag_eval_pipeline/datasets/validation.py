@@ -8,6 +8,7 @@ pipeline never re-parses input.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ class Column:
     """The expected type and range of one column."""
 
     name: str
-    kind: str  # id | text | int | float | bool | list
+    kind: str  # id | text | int | float | bool | list (of ids) | texts (list of texts)
     required: bool = True
     nullable: bool = False
     low: float | None = None
@@ -235,6 +236,34 @@ def _coerce_list(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
     return parsed.astype(object), bad
 
 
+def _parse_text_list(value: object) -> list[str] | None:
+    """A list of texts: a list, a JSON list, a Python list literal (ragas' CSV export) or one
+    plain text; None unless every item is a non-blank string."""
+    items: object = value
+    if isinstance(value, np.ndarray | tuple):
+        items = list(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        items = [value]
+        if text.startswith("[") and text.endswith("]"):
+            try:
+                items = json.loads(text)
+            except json.JSONDecodeError:
+                try:
+                    items = ast.literal_eval(text)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    return None
+    if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
+        return None
+    return items
+
+
+def _coerce_texts(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    parsed = values.map(lambda v: None if is_missing(v) else _parse_text_list(v))
+    bad = ~missing & parsed.isna().to_numpy()
+    return parsed.astype(object), bad
+
+
 COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {
     "id": _coerce_id,
     "text": _coerce_text,
@@ -242,6 +271,7 @@ COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarra
     "float": lambda values, missing: _coerce_number(values, missing, integer=False),
     "bool": _coerce_bool,
     "list": _coerce_list,
+    "texts": _coerce_texts,
 }
 
 CORPUS = TableSchema(
@@ -316,4 +346,26 @@ ANSWERS = TableSchema(
     ),
     key=("query_id",),
 )
-SCHEMAS = {s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS, ANSWERS)}
+RAGAS = TableSchema(
+    "ragas",
+    (
+        Column("user_input", "text"),
+        Column("response", "text"),
+        Column("retrieved_contexts", "texts", required=False, nullable=True),
+        Column("reference", "text", required=False, nullable=True),
+        Column("reference_contexts", "texts", required=False, nullable=True),
+    ),
+)
+DEEPEVAL = TableSchema(
+    "deepeval",
+    (
+        Column("input", "text"),
+        Column("actual_output", "text"),
+        Column("retrieval_context", "texts", required=False, nullable=True),
+        Column("expected_output", "text", required=False, nullable=True),
+        Column("context", "texts", required=False, nullable=True),
+    ),
+)
+SCHEMAS = {
+    s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS, ANSWERS, RAGAS, DEEPEVAL)
+}

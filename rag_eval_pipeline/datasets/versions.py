@@ -32,10 +32,23 @@ def version_dir(datasets_root: Path, name: str) -> Path:
     return Path(datasets_root) / validate_version_name(name)
 
 
+TABLE_EXTENSIONS = (".jsonl", ".csv", ".tsv", ".parquet", ".trec", ".txt")
+
+
 def find_table_file(folder: Path, table: str) -> Path | None:
-    """The file holding `table` in a version folder (`<table>.<ext>`), or None."""
-    matches = sorted(p for p in folder.glob(f"{table}.*") if p.is_file())
+    """The file holding `table` in a version folder (`<table>.<ext>` with a table extension),
+    or None; other files (`corpus.md`, `queries.jsonl.bak`) are never read."""
+    matches = sorted(
+        p
+        for p in folder.glob(f"{table}.*")
+        if p.suffix.lower() in TABLE_EXTENSIONS and p.stem == table and p.is_file()
+    )
     return matches[0] if matches else None
+
+
+def escapes_folder(folder: Path, path: Path) -> bool:
+    """Whether `path` (a link, or inside a linked folder) resolves outside `folder`."""
+    return not Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,8 @@ JUDGE_CALLS: dict[str, JudgeCall] = {
 
 
 def ideal_contexts(dataset: GoldenDataset) -> pd.DataFrame:
-    """Questions with their qrels-relevant documents (grade ≥ 1) as context.
+    """Questions with their qrels-relevant documents (grade ≥ the version's relevance level,
+    `dataset.yaml` `relevance_level`, default 1) as context.
 
     Documents are ordered by grade descending, then doc id; questions without any relevant
     document are left out (they have no ideal context).

@@ -4,7 +4,8 @@ Three sources of runs, one table (`source, system, query_id, doc_id, rank, score
 - `reference`: the built-in retrievers over the corpus (dense, BM25, RRF hybrid);
 - `logged_run`: TREC runs shipped with the version (`runs/*.trec`), judged with its qrels;
 - `real_users`: retrieved ids logged from real traffic, judged against the document that was
-  shown to the user (`shown_doc_id`, relevance 1): the real-users benchmark.
+  shown to the user (`shown_doc_id`, graded at the version's relevance level, so it is
+  relevant whatever the level): the real-users benchmark.
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ def real_user_run(dataset: GoldenDataset) -> tuple[pd.DataFrame, pd.DataFrame]:
     run = exploded.assign(source="real_users", system=REAL_USERS_SYSTEM)[RUN_TABLE_COLUMNS]
     judged = logs["shown_doc_id"].notna()
     qrels = pd.DataFrame(
-        {"query_id": query_ids[judged], "doc_id": logs.loc[judged, "shown_doc_id"], "relevance": 1}
+        {
+            "query_id": query_ids[judged],
+            "doc_id": logs.loc[judged, "shown_doc_id"],
+            "relevance": dataset.relevance_level,
+        }
     )
     return run.reset_index(drop=True), qrels.reset_index(drop=True)
 
@@ -106,17 +111,19 @@ def evaluate_runs(
     qrels: pd.DataFrame,
     real_user_qrels: pd.DataFrame,
     metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+    relevance_level: int = 1,
 ) -> pd.DataFrame:
     """Per-query metrics of every system (`source, system, query_id, <metric>...`).
 
-    Real-user runs are judged with `real_user_qrels`, all others with the version's qrels.
+    Real-user runs are judged with `real_user_qrels`, all others with the version's qrels;
+    grades ≥ `relevance_level` are relevant (trec_eval -l).
     Every query with a relevant judgment is scored, including those a system returned nothing
     for (they score 0, as trec_eval -c).
     """
     frames = []
     for (source, system), run in runs.groupby(["source", "system"], sort=True):
         judged_by = real_user_qrels if source == "real_users" else qrels
-        per_query = evaluate_run(run, judged_by, metrics)
+        per_query = evaluate_run(run, judged_by, metrics, relevance_level=relevance_level)
         frames.append(per_query.assign(source=source, system=system))
     if not frames:
         return pd.DataFrame(columns=["source", "system", "query_id", *metrics])

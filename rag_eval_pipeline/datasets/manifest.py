@@ -1,0 +1,123 @@
+"""`dataset.yaml`: the per-version settings a dataset folder declares about itself.
+
+```yaml
+relevance_level: 2   # trec_eval -l: grades >= 2 are relevant (default 1)
+split: dev           # BEIR folders: read qrels/<split>.tsv (default test)
+language: en         # the language of questions and documents (informational)
+system: logged       # the system under test for this version: reference, callable, logged
+```
+
+Every key is optional; an absent file means all defaults. Unknown keys, wrong types and values
+out of range are errors naming the key and its line, like any other dataset table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from rag_eval_pipeline.datasets.errors import ValidationIssue
+
+MANIFEST_FILE = "dataset.yaml"
+MAX_MANIFEST_BYTES = 64 * 1024
+SYSTEM_KINDS = ("reference", "callable", "logged")
+_SPLIT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_LANGUAGE_PATTERN = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """The settings of one dataset version (defaults when `dataset.yaml` is absent)."""
+
+    relevance_level: int = 1
+    split: str = "test"
+    language: str | None = None
+    system: str | None = None
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row, stored with the version's tables by the `golden_dataset` asset."""
+        return pd.DataFrame([asdict(self)]).astype(
+            {"relevance_level": "int64", "split": object, "language": object, "system": object}
+        )
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame | None) -> DatasetManifest:
+        """Inverse of `to_frame`; None (tables stored before manifests existed) is the default."""
+        if frame is None or frame.empty:
+            return cls()
+        row = frame.iloc[0]
+        known = {f.name for f in fields(cls)}
+        values = {k: (None if pd.isna(v) else v) for k, v in row.items() if k in known}
+        return cls(**{**values, "relevance_level": int(values.get("relevance_level") or 1)})
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """1-based line of each top-level key of a YAML mapping (for error messages)."""
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {
+        str(key.value): key.start_mark.line + 1
+        for key, _ in node.value
+        if isinstance(key, yaml.ScalarNode)
+    }
+
+
+def _check(key: str, value: object) -> str | None:
+    """The problem with `value` for `key`, or None."""
+    if key == "relevance_level":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return f"must be an integer >= 1 (trec_eval -l), got {value!r}"
+    elif key == "split":
+        if not isinstance(value, str) or not _SPLIT_PATTERN.fullmatch(value):
+            return f"must be a split name such as test, dev or train, got {value!r}"
+    elif key == "language":
+        if not isinstance(value, str) or not _LANGUAGE_PATTERN.fullmatch(value):
+            return f"must be a language code such as en or pt-BR, got {value!r}"
+    elif key == "system" and value not in SYSTEM_KINDS:
+        return f"must be one of {', '.join(SYSTEM_KINDS)}, got {value!r}"
+    return None
+
+
+def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]:
+    """The manifest of the version in `folder`, and every problem found in it."""
+    path = Path(folder) / MANIFEST_FILE
+    if not path.is_file():
+        return DatasetManifest(), []
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        limit = f"{MAX_MANIFEST_BYTES // 1024} KiB"
+        return DatasetManifest(), [ValidationIssue(MANIFEST_FILE, f"larger than {limit}")]
+    try:
+        text = path.read_bytes().decode("utf-8")
+        data = yaml.safe_load(text)
+        lines = _key_lines(text)
+    except (UnicodeDecodeError, yaml.YAMLError) as error:
+        problem = getattr(error, "problem", None) or "not valid UTF-8 YAML"
+        mark = getattr(error, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        return DatasetManifest(), [
+            ValidationIssue(MANIFEST_FILE, f"invalid YAML: {problem}", line=line)
+        ]
+    if data is None:
+        return DatasetManifest(), []
+    if not isinstance(data, dict):
+        return DatasetManifest(), [
+            ValidationIssue(MANIFEST_FILE, "must be a mapping of settings (key: value)")
+        ]
+    known = {f.name for f in fields(DatasetManifest)}
+    issues: list[ValidationIssue] = []
+    for key, value in data.items():
+        name = str(key)
+        line = lines.get(name)
+        if name not in known:
+            message = f"unknown setting {name!r} (known: {', '.join(sorted(known))})"
+            issues.append(ValidationIssue(MANIFEST_FILE, message, line=line))
+        elif (problem := _check(name, value)) is not None:
+            issues.append(ValidationIssue(MANIFEST_FILE, problem, column=name, line=line))
+    if issues:
+        return DatasetManifest(), issues
+    return DatasetManifest(**{str(k): v for k, v in data.items()}), []
