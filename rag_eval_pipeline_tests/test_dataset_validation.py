@@ -63,14 +63,47 @@ def test_missing_column_names_file_and_column(version: Path) -> None:
 def test_duplicate_ids_name_the_row(version: Path) -> None:
     write_jsonl(version / "queries.jsonl", [*QUERIES, QUERIES[0]])
     message = error_text(version)
-    assert "queries.jsonl, row 3 (line 3), column 'query_id': duplicate key" in message
+    assert "queries.jsonl, row 3 (line 3), column 'query_id': duplicate key 'q1'" in message
 
 
 def test_qrels_pointing_at_unknown_query_and_doc(version: Path) -> None:
     (version / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,3\nq9,d2,1\nq2,d7,2\n")
     message = error_text(version)
-    assert "qrels.csv, row 2 (line 3), column 'query_id': unknown id: not in queries" in message
-    assert "qrels.csv, row 3 (line 4), column 'doc_id': unknown id: not in corpus" in message
+    assert (
+        "qrels.csv, row 2 (line 3), column 'query_id': unknown id 'q9': not in queries" in message
+    )
+    assert "qrels.csv, row 3 (line 4), column 'doc_id': unknown id 'd7': not in corpus" in message
+
+
+def test_every_bad_jsonl_line_reports_its_own_line_number(version: Path) -> None:
+    version.joinpath("queries.jsonl").write_text(
+        json.dumps(QUERIES[0]) + "\n{bad\n[1]\n\n" + json.dumps(QUERIES[1]) + "\n{bad\n"
+    )
+    message = error_text(version)
+    assert "queries.jsonl, row 2 (line 2): invalid JSON" in message
+    assert "queries.jsonl, row 3 (line 3): each line must be a JSON object" in message
+    assert "queries.jsonl, row 5 (line 6): invalid JSON" in message
+
+
+def test_csv_list_cells_take_json_lists_and_a_pipe_shorthand_checked_against_the_corpus(
+    version: Path,
+) -> None:
+    write_jsonl(
+        version / "corpus.jsonl",
+        [*CORPUS, {"doc_id": "kb|001", "text": "An id holding a pipe."}],
+    )
+    version.joinpath("logs.csv").write_text(
+        'log_id,question,retrieved_doc_ids,shown_doc_id\nl1,Why?,"[""kb|001"", ""d1""]",kb|001\n'
+        "l2,Why?,d1|d2,d2\n"
+    )
+    dataset = load_dataset(version)
+    assert dataset.logs["retrieved_doc_ids"].tolist() == [["kb|001", "d1"], ["d1", "d2"]]
+    version.joinpath("logs.csv").write_text(
+        "log_id,question,retrieved_doc_ids,shown_doc_id\nl1,Why?,kb|001|d1,d1\n"
+    )
+    message = error_text(version)
+    assert "logs.csv, row 1 (line 2), column 'retrieved_doc_ids': unknown id 'kb'" in message
+    assert "holds '|'" in message
 
 
 def test_empty_text_is_rejected(version: Path) -> None:

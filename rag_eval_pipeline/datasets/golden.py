@@ -241,6 +241,9 @@ def _check_references(
             validator.check_references("doc_id", corpus_ids, "corpus")
     if "logs" in validators and corpus_ids is not None:
         validators["logs"].check_references("shown_doc_id", corpus_ids, "corpus")
+    for name in ("logs", "answers"):
+        if name in validators and corpus_ids is not None:
+            validators[name].check_list_references("retrieved_doc_ids", corpus_ids, "corpus")
     queries = tables["queries"]
     if "turn" in queries.columns and "session_id" in queries.columns:
         orphan = (queries["turn"].notna() & queries["session_id"].isna()).to_numpy()

@@ -55,9 +55,11 @@ def read_jsonl(path: Path) -> pd.DataFrame:
     records: list[dict] = []
     lines: list[int] = []
     issues: list[ValidationIssue] = []
+    row = 0
     for number, text in _text_lines(path):
         if text is not None and not text.strip():
             continue
+        row += 1
         problem = NOT_UTF8 if text is None else None
         if text is not None:
             try:
@@ -67,7 +69,7 @@ def read_jsonl(path: Path) -> pd.DataFrame:
             else:
                 problem = None if isinstance(record, dict) else "each line must be a JSON object"
         if problem:
-            issues.append(ValidationIssue(path.name, problem, len(records) + 1, line=number))
+            issues.append(ValidationIssue(path.name, problem, row, line=number))
             continue
         records.append(record)
         lines.append(number)
@@ -143,10 +145,12 @@ def _read_whitespace_lines(path: Path, columns: tuple[str, ...]) -> pd.DataFrame
     rows: list[list[str]] = []
     lines: list[int] = []
     issues: list[ValidationIssue] = []
+    row = 0
     for number, text in _text_lines(path):
         parts = [] if text is None else text.split()
         if text is not None and not parts:
             continue
+        row += 1
         if text is None or len(parts) != len(columns):
             problem = (
                 NOT_UTF8
@@ -156,7 +160,7 @@ def _read_whitespace_lines(path: Path, columns: tuple[str, ...]) -> pd.DataFrame
                     f"({' '.join(columns)}), found {len(parts)}"
                 )
             )
-            issues.append(ValidationIssue(path.name, problem, len(rows) + 1, line=number))
+            issues.append(ValidationIssue(path.name, problem, row, line=number))
             continue
         rows.append(parts)
         lines.append(number)

@@ -58,17 +58,30 @@ class TableValidator:
         self.file = file
         self.issues: list[ValidationIssue] = []
 
-    def report(self, mask: np.ndarray, column: str | None, message: str) -> None:
-        """Add one issue per offending row (the first few), then a count of the rest."""
+    def report(
+        self,
+        mask: np.ndarray,
+        column: str | None,
+        message: str,
+        values: pd.Series | None = None,
+    ) -> None:
+        """Add one issue per offending row (the first few), then a count of the rest.
+
+        With `values`, each issue's message gets the row's value: `message` holds `{value}`.
+        """
         rows = np.flatnonzero(mask)
         for position in rows[:MAX_ROWS_PER_ISSUE]:
             line = int(self.lines[position]) if self.lines is not None else None
-            self.issues.append(ValidationIssue(self.file, message, int(position) + 1, column, line))
+            text = message
+            if values is not None:
+                text = message.format(value=_shown(values.iloc[position]))
+            self.issues.append(ValidationIssue(self.file, text, int(position) + 1, column, line))
         if len(rows) > MAX_ROWS_PER_ISSUE:
+            generic = message.replace(" {value}", "")
             self.issues.append(
                 ValidationIssue(
                     self.file,
-                    f"{message} (and {len(rows) - MAX_ROWS_PER_ISSUE} more rows)",
+                    f"{generic} (and {len(rows) - MAX_ROWS_PER_ISSUE} more rows)",
                     column=column,
                 )
             )
@@ -96,7 +109,8 @@ class TableValidator:
             self._check_column(column)
         if schema.key and all(k in self.frame.columns for k in schema.key):
             duplicated = self.frame.duplicated(list(schema.key), keep="first").to_numpy()
-            self.report(duplicated, ",".join(schema.key), "duplicate key")
+            keys = self.frame[list(schema.key)].astype(object).map(str).agg(", ".join, axis=1)
+            self.report(duplicated, ",".join(schema.key), "duplicate key {value}", keys)
         return self.frame
 
     def _check_column(self, column: Column) -> None:
@@ -121,7 +135,37 @@ class TableValidator:
             return
         values = self.frame[column]
         unknown = values.notna().to_numpy() & ~values.isin(known).to_numpy()
-        self.report(unknown, column, f"unknown id: not in {target}")
+        self.report(unknown, column, f"unknown id {{value}}: not in {target}", values)
+
+    def check_list_references(self, column: str, known: set[str], target: str) -> None:
+        """Report list cells of `column` holding an id that does not exist in `target`.
+
+        A cell written as `a|b|c` whose ids are unknown may be one id holding `|`: the message
+        says how to write it then.
+        """
+        if column not in self.frame.columns:
+            return
+        first_unknown = self.frame[column].map(
+            lambda ids: (
+                next((i for i in ids if i not in known), None) if isinstance(ids, list) else None
+            )
+        )
+        hint = ""
+        if any("|" in i for i in known):
+            hint = " (an id that holds '|' needs a JSON list cell: [\"kb|001\"])"
+        message = f"unknown id {{value}}: not in {target}{hint}"
+        self.report(first_unknown.notna().to_numpy(), column, message, first_unknown)
+
+
+MAX_SHOWN_CHARS = 60
+
+
+def _shown(value: object) -> str:
+    """A value quoted for an error message, cut to `MAX_SHOWN_CHARS` characters."""
+    text = str(value)
+    if len(text) > MAX_SHOWN_CHARS:
+        text = text[:MAX_SHOWN_CHARS] + "…"
+    return repr(text)
 
 
 def is_missing(value: object) -> bool:
