@@ -27,7 +27,7 @@ from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import DatasetsResource
 from rag_eval_pipeline.sensors import dataset_version_sensor
-from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.conftest import evaluation_resources, rag_eval
 
 # The layout of trec_eval's test/qrels.rel_level: `qid iter docno rel`, grades -1 to 4.
 TREC_QRELS = """\
@@ -332,14 +332,29 @@ def test_the_version_decides_its_system_under_test(
     assert outputs["contexts"].tolist() == [r["retrieved_contexts"] for r in RAGAS_ROWS]
 
 
+def broken_version(root: Path) -> None:
+    broken = root / "broken"
+    write_jsonl(broken / "queries.jsonl", [{"query_id": "q1", "question": "Why?"}])
+    (broken / "qrels.csv").write_text("query_id,doc_id,relevance\nnope-42,d1,1\n")
+
+
+def test_rag_eval_run_of_an_invalid_version_prints_one_line_and_exits_2(tmp_path: Path) -> None:
+    broken_version(tmp_path / "datasets")
+    stderr = rag_eval(
+        tmp_path, tmp_path / "home", "run", "--dataset-version", "broken", exit_code=2
+    )
+    assert stderr.strip().splitlines() == [
+        "invalid dataset version 'broken': qrels.csv, row 1 (line 2), column 'query_id': "
+        "unknown id 'nope-42': not in queries"
+    ]
+
+
 def test_sensor_never_registers_a_folder_whose_tables_fail_validation(
     tmp_path: Path, dagster_instance: DagsterInstance
 ) -> None:
     root = tmp_path / "datasets"
     trec_version(root, "relevance_level: 2\n")
-    broken = root / "broken"
-    write_jsonl(broken / "queries.jsonl", [{"query_id": "q1", "question": "Why?"}])
-    (broken / "qrels.csv").write_text("query_id,doc_id,relevance\nnope-42,d1,1\n")
+    broken_version(root)
     context = build_sensor_context(
         instance=dagster_instance, resources={"datasets": DatasetsResource(root=str(root))}
     )

@@ -50,6 +50,7 @@ def test_materialize_writes_documented_paths(
     golden = tmp_path / "warehouse" / "golden_dataset" / "scifact-test" / "2026-11-21"
     assert sorted(p.name for p in golden.iterdir()) == [
         "_tables.json",
+        "manifest.parquet",
         "qrels.parquet",
         "queries.parquet",
         "runs.parquet",
