@@ -21,9 +21,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
-from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
 from rag_eval_pipeline.parallel_runs import PartitionRun, available_cores, run_partitions
-from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, REPORTS_DIR, WAREHOUSE_URL
+from rag_eval_pipeline.settings import (
+    DATASETS_DIR,
+    MAX_FILE_MB,
+    MAX_TEXT_CHARS,
+    PROJECT_ROOT,
+    REPORTS_DIR,
+    WAREHOUSE_URL,
+)
 
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, JobDefinition
@@ -59,7 +66,9 @@ def _ensure_dagster_home() -> None:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a dataset version folder and print its table sizes."""
     try:
-        dataset = load_dataset(Path(args.path))
+        dataset = load_dataset(
+            Path(args.path), limits=DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS)
+        )
     except (DatasetError, InvalidVersionName) as error:
         print(error, file=sys.stderr)
         return 1

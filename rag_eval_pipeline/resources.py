@@ -12,7 +12,7 @@ from dagster import ConfigurableResource
 
 from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
-from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.evaluation.result_cache import ResultCache
@@ -26,13 +26,23 @@ from rag_eval_pipeline.judging.offline import (
     OfflineJudge,
 )
 from rag_eval_pipeline.judging.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
-from rag_eval_pipeline.settings import CACHE_DIR, DATASETS_DIR, OFFLINE_MODEL, WAREHOUSE_URL
+from rag_eval_pipeline.settings import (
+    CACHE_DIR,
+    DATASETS_DIR,
+    MAX_FILE_MB,
+    MAX_TEXT_CHARS,
+    OFFLINE_MODEL,
+    WAREHOUSE_URL,
+)
 
 
 class DatasetsResource(ConfigurableResource):
-    """The folder holding one sub-folder per dataset version."""
+    """The folder holding one sub-folder per dataset version, and the largest file (MiB) and
+    text field (characters) a version may hold."""
 
     root: str = str(DATASETS_DIR)
+    max_file_mb: int = MAX_FILE_MB
+    max_text_chars: int = MAX_TEXT_CHARS
 
     def scan(self) -> VersionScan:
         """Valid version folders and the reasons others were rejected."""
@@ -40,7 +50,8 @@ class DatasetsResource(ConfigurableResource):
 
     def load(self, version: str) -> GoldenDataset:
         """Read and validate one version (raises `DatasetError` naming file, row, column)."""
-        return load_dataset(version_dir(Path(self.root), version), version)
+        limits = DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
+        return load_dataset(version_dir(Path(self.root), version), version, limits)
 
     def problem(self, version: str) -> str | None:
         """Why `version` cannot be evaluated, in one line; None when it loads and validates."""

@@ -16,6 +16,9 @@ CACHE_DIR = DATA_DIR / "cache"
 REPORTS_DIR = DATA_DIR / "reports"
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 
+MAX_FILE_MB = int(os.environ.get("RAG_EVAL_MAX_FILE_MB", "2048"))
+MAX_TEXT_CHARS = int(os.environ.get("RAG_EVAL_MAX_TEXT_CHARS", "1000000"))
+
 OFFLINE_MODEL = "offline"
 JUDGE_MODEL_ENV = "RAG_EVAL_JUDGE_MODEL"
 JUDGE_API_BASE_ENV = "RAG_EVAL_JUDGE_API_BASE"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
-from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
 from rag_eval_pipeline.datasets.versions import scan_versions, validate_version_name, version_dir
 
 CORPUS = [
@@ -208,3 +208,44 @@ def test_loaded_tables_carry_no_reader_attrs_and_round_trip_parquet(
     for name, frame in load_dataset(version).tables().items():
         assert frame.attrs == {}, name
         frame.to_parquet(tmp_path / f"{name}.parquet")
+
+
+def test_a_table_linked_out_of_the_folder_is_refused_without_echoing_it(
+    version: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secrets.env"
+    secret.write_text("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI\nother=1\n")
+    (version / "corpus.jsonl").unlink()
+    (version / "corpus.csv").symlink_to(secret)
+    message = error_text(version)
+    assert "corpus.csv: is a link to a file outside the dataset folder" in message
+    assert "wJalrXUtnFEMI" not in message
+
+
+def test_a_file_that_is_not_a_table_is_not_echoed(version: Path) -> None:
+    (version / "corpus.jsonl").unlink()
+    (version / "corpus.csv").write_text("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI\nother\n")
+    message = error_text(version)
+    assert "corpus.csv, column 'doc_id': missing required column" in message
+    assert "do not look like column names" in message
+    assert "wJalrXUtnFEMI" not in message
+
+
+def test_stray_files_are_not_read(version: Path) -> None:
+    (version / "corpus.jsonl.bak").write_bytes(b"\xff\xfe not a table")
+    (version / "queries.md").write_text("# notes\n")
+    (version / "README.txt").write_text("hello\n")
+    assert load_dataset(version).statistics()["n_queries"] == 2
+
+
+def test_files_and_texts_over_the_limits_are_errors(version: Path) -> None:
+    write_jsonl(version / "corpus.jsonl", [*CORPUS, {"doc_id": "d3", "text": "x" * 101}])
+    size = (version / "corpus.jsonl").stat().st_size
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(version, limits=DatasetLimits(max_file_bytes=size - 1))
+    assert f"corpus.jsonl: {size:,} bytes, over the {size - 1:,}-byte limit" in str(caught.value)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(version, limits=DatasetLimits(max_text_chars=100))
+    assert "corpus.jsonl, row 3 (line 3), column 'text': text longer than 100 characters" in str(
+        caught.value
+    )

@@ -21,7 +21,7 @@ from rag_eval_pipeline.datasets.formats import (
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import read_qrels, read_table, read_trec_run
-from rag_eval_pipeline.datasets.validation import SCHEMAS, TableValidator
+from rag_eval_pipeline.datasets.validation import MAX_TEXT_CHARS, SCHEMAS, TableValidator
 from rag_eval_pipeline.datasets.versions import (
     escapes_folder,
     find_table_file,
@@ -97,25 +97,41 @@ class GoldenDataset:
         return stats
 
 
+@dataclass(frozen=True)
+class DatasetLimits:
+    """Bounds on what a dataset folder may hold, so a huge file or text is an error, not an
+    out-of-memory kill (`RAG_EVAL_MAX_FILE_MB`, `RAG_EVAL_MAX_TEXT_CHARS`)."""
+
+    max_file_bytes: int = 2048 * 1024 * 1024
+    max_text_chars: int = MAX_TEXT_CHARS
+
+
 def _validated(
-    frame: pd.DataFrame, schema_name: str, file: str, issues: list[ValidationIssue]
+    frame: pd.DataFrame,
+    schema_name: str,
+    file: str,
+    issues: list[ValidationIssue],
+    limits: DatasetLimits,
 ) -> tuple[pd.DataFrame, TableValidator]:
-    validator = TableValidator(frame, file)
+    validator = TableValidator(frame, file, limits.max_text_chars)
     table = validator.check_schema(SCHEMAS[schema_name])
     issues.extend(validator.issues)
     return table, validator
 
 
-def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
+def load_dataset(
+    folder: Path, version: str | None = None, limits: DatasetLimits | None = None
+) -> GoldenDataset:
     """Read and validate the dataset version stored in `folder`.
 
     The folder holds our tables, a BEIR folder (`qrels/<split>.tsv`) or one ragas/deepeval
     evaluation table (`ragas.*`, `deepeval.*`), plus an optional `dataset.yaml`. Raises
     `DatasetError` naming file, row and column for: missing files or columns, bad types,
     duplicate ids, empty texts, non-integer grades, bad `dataset.yaml` settings, files that are
-    symlinks out of the folder, and references to unknown queries or documents (qrels, runs,
-    logs, answers).
+    symlinks out of the folder, files and texts over `limits`, and references to unknown
+    queries or documents (qrels, runs, logs, answers).
     """
+    limits = limits or DatasetLimits()
     folder = Path(folder)
     version = validate_version_name(version or folder.name)
     if not folder.is_dir():
@@ -126,7 +142,7 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
     evaluation = [(f, p) for f in EVALUATION_FORMATS if (p := find_table_file(folder, f))]
     if evaluation:
         table_format, path = evaluation[0]
-        tables, validators = _evaluation_table(folder, table_format, path, issues)
+        tables, validators = _evaluation_table(folder, table_format, path, issues, limits)
         if manifest.system is None:
             manifest = replace(manifest, system="logged")
     else:
@@ -138,11 +154,12 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
                 if name in ("queries", "qrels"):
                     issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
                 continue
-            raw = _read(folder, path, read_qrels if name == "qrels" else read_table, issues)
+            reader = read_qrels if name == "qrels" else read_table
+            raw = _read(folder, path, reader, issues, limits)
             if raw is not None:
                 raw = {"corpus": beir_corpus, "queries": beir_queries}.get(name, _same)(raw)
                 label = path.relative_to(folder).as_posix()
-                tables[name], validators[name] = _validated(raw, name, label, issues)
+                tables[name], validators[name] = _validated(raw, name, label, issues, limits)
         if "qrels" in tables and "queries" in tables and _is_beir(folder, manifest.split):
             judged = tables["queries"]["query_id"].isin(set(tables["qrels"]["query_id"]))
             tables["queries"] = tables["queries"][judged].reset_index(drop=True)
@@ -153,10 +170,10 @@ def load_dataset(folder: Path, version: str | None = None) -> GoldenDataset:
         if not path.is_file():
             issues.append(ValidationIssue(f"runs/{path.name}", "is not a file"))
             continue
-        raw_run = _read(folder, path, read_trec_run, issues)
+        raw_run = _read(folder, path, read_trec_run, issues, limits)
         if raw_run is None:
             continue
-        run, validator = _validated(raw_run, "runs", f"runs/{path.name}", issues)
+        run, validator = _validated(raw_run, "runs", f"runs/{path.name}", issues, limits)
         run_frames.append(run)
         run_validators.append(validator)
     if run_frames:
@@ -178,11 +195,22 @@ def _read(
     path: Path,
     reader: Callable[[Path], pd.DataFrame],
     issues: list[ValidationIssue],
+    limits: DatasetLimits,
 ) -> pd.DataFrame | None:
     """`reader(path)`, or None with the problems added to `issues`."""
     label = path.relative_to(folder).as_posix()
     if escapes_folder(folder, path):
         issues.append(ValidationIssue(label, "is a link to a file outside the dataset folder"))
+        return None
+    size = path.stat().st_size
+    if size > limits.max_file_bytes:
+        issues.append(
+            ValidationIssue(
+                label,
+                f"{size:,} bytes, over the {limits.max_file_bytes:,}-byte limit "
+                "(RAG_EVAL_MAX_FILE_MB)",
+            )
+        )
         return None
     try:
         return reader(path)
@@ -201,7 +229,11 @@ def _is_beir(folder: Path, split: str) -> bool:
 
 
 def _evaluation_table(
-    folder: Path, table_format: str, path: Path, issues: list[ValidationIssue]
+    folder: Path,
+    table_format: str,
+    path: Path,
+    issues: list[ValidationIssue],
+    limits: DatasetLimits,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, TableValidator]]:
     """The tables of a ragas or deepeval evaluation table (see `datasets.formats`)."""
     others = [name for name in ("queries", "qrels") if find_table_file(folder, name)]
@@ -212,17 +244,17 @@ def _evaluation_table(
             )
         )
         return {}, {}
-    raw = _read(folder, path, read_table, issues)
+    raw = _read(folder, path, read_table, issues, limits)
     if raw is None:
         return {}, {}
     before = len(issues)
-    table, _ = _validated(raw, table_format, path.name, issues)
+    table, _ = _validated(raw, table_format, path.name, issues, limits)
     if len(issues) > before:
         return {}, {}
     tables = evaluation_tables(table, table_format)
     validators: dict[str, TableValidator] = {}
     for name, frame in tables.items():
-        tables[name], validators[name] = _validated(frame, name, path.name, issues)
+        tables[name], validators[name] = _validated(frame, name, path.name, issues, limits)
     return tables, validators
 
 

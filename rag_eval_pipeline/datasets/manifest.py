@@ -21,6 +21,7 @@ import pandas as pd
 import yaml
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.datasets.versions import escapes_folder
 
 MANIFEST_FILE = "dataset.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024
@@ -88,6 +89,10 @@ def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]
     path = Path(folder) / MANIFEST_FILE
     if not path.is_file():
         return DatasetManifest(), []
+    if escapes_folder(folder, path):
+        return DatasetManifest(), [
+            ValidationIssue(MANIFEST_FILE, "is a link to a file outside the dataset folder")
+        ]
     if path.stat().st_size > MAX_MANIFEST_BYTES:
         limit = f"{MAX_MANIFEST_BYTES // 1024} KiB"
         return DatasetManifest(), [ValidationIssue(MANIFEST_FILE, f"larger than {limit}")]

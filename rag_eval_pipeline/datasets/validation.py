@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,6 +23,9 @@ import pyarrow.compute as pc
 from rag_eval_pipeline.datasets.errors import ValidationIssue
 
 MAX_ROWS_PER_ISSUE = 5
+MAX_TEXT_CHARS = 1_000_000
+MAX_LISTED_COLUMNS = 30
+_COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]{0,63}")
 TRUE_WORDS = frozenset({"yes", "true", "1", "y", "show"})
 FALSE_WORDS = frozenset({"no", "false", "0", "n", "hide"})
 
@@ -51,11 +55,14 @@ class TableSchema:
 class TableValidator:
     """Collects the issues of one table read from `file`, coercing columns as it goes."""
 
-    def __init__(self, frame: pd.DataFrame, file: str) -> None:
+    def __init__(
+        self, frame: pd.DataFrame, file: str, max_text_chars: int = MAX_TEXT_CHARS
+    ) -> None:
         self.lines: Sequence[int] | None = frame.attrs.get("lines")
         self.frame = frame.reset_index(drop=True)
         self.frame.attrs = {}
         self.file = file
+        self.max_text_chars = max_text_chars
         self.issues: list[ValidationIssue] = []
 
     def report(
@@ -97,7 +104,7 @@ class TableValidator:
         for column in columns:
             if column.name not in self.frame.columns:
                 if column.required:
-                    found = ", ".join(map(str, self.frame.columns)) or "none"
+                    found = shown_columns(self.frame.columns)
                     self.issues.append(
                         ValidationIssue(
                             self.file,
@@ -121,6 +128,12 @@ class TableValidator:
         coerce = COERCERS[column.kind]
         converted, bad = coerce(values, missing)
         self.report(bad, column.name, f"not a valid {column.kind} value")
+        if column.kind in ("text", "texts"):
+            too_long = (
+                ~missing & ~bad & (converted.map(_text_length).to_numpy() > self.max_text_chars)
+            )
+            limit = f"{self.max_text_chars:,}"
+            self.report(too_long, column.name, f"text longer than {limit} characters")
         if column.low is not None or column.high is not None:
             numeric = pd.to_numeric(converted, errors="coerce").to_numpy(dtype=float)
             low = -np.inf if column.low is None else column.low
@@ -166,6 +179,25 @@ def _shown(value: object) -> str:
     if len(text) > MAX_SHOWN_CHARS:
         text = text[:MAX_SHOWN_CHARS] + "…"
     return repr(text)
+
+
+def shown_columns(columns: pd.Index) -> str:
+    """The column names of a table for an error message, unless they do not look like column
+    names (a file that is not a dataset table: its first line is never echoed)."""
+    names = [str(c) for c in columns]
+    if not names:
+        return "none"
+    if len(names) > MAX_LISTED_COLUMNS or not all(map(_COLUMN_NAME.fullmatch, names)):
+        return f"{len(names)} columns that do not look like column names; is it a data table?"
+    return ", ".join(names)
+
+
+def _text_length(value: object) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return max(map(len, value), default=0)
+    return 0
 
 
 def is_missing(value: object) -> bool:
