@@ -196,7 +196,7 @@ def _text_length(value: object) -> int:
     if isinstance(value, str):
         return len(value)
     if isinstance(value, list):
-        return max(map(len, value), default=0)
+        return max((len(item) for item in value if isinstance(item, str)), default=0)
     return 0
 
 
