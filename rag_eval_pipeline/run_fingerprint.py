@@ -7,8 +7,9 @@ baseline). The embedding and judge caches already make model calls on unchanged 
 the fingerprint lets the CLI skip the Dagster run itself when the same partition was already
 materialized successfully from identical inputs and its outputs are still in the warehouse.
 
-A user callable as system under test (``RAG_EVAL_SYSTEM=callable``) can change behind any
-fingerprint, so its partitions are never treated as unchanged.
+A user callable as system under test (``RAG_EVAL_SYSTEM=callable``, or ``system: callable`` in
+the version's ``dataset.yaml``) can change behind any fingerprint, so its partitions are never
+treated as unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from upath import UPath
 
 from rag_eval_pipeline.code_version import code_digest, files_digest, source_files
+from rag_eval_pipeline.datasets.manifest import read_manifest
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.settings import PROJECT_ROOT, THRESHOLDS_FILE
 
@@ -62,7 +64,9 @@ def partition_fingerprint(
     environ: Mapping[str, str] = os.environ,
 ) -> str | None:
     """The fingerprint of one partition's inputs, or None when they cannot be fingerprinted."""
-    if environ.get("RAG_EVAL_SYSTEM", "reference") in UNFINGERPRINTABLE_SYSTEMS:
+    manifest, _ = read_manifest(version_dir)
+    system = manifest.system or environ.get("RAG_EVAL_SYSTEM", "reference")
+    if system in UNFINGERPRINTABLE_SYSTEMS:
         return None
     parts = [
         f"dataset={files_digest(source_files(version_dir, '*'), version_dir)}",

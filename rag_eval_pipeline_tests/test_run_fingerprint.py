@@ -72,6 +72,10 @@ def test_fingerprint_changes_with_every_input_it_covers(version_dir: Path, tmp_p
 def test_a_user_callable_is_never_fingerprinted(version_dir: Path, tmp_path: Path) -> None:
     store = WarehouseStore(str(tmp_path / "warehouse"))
     assert fingerprint(version_dir, store, RAG_EVAL_SYSTEM="callable") is None
+    (version_dir / "dataset.yaml").write_text("system: callable\n")
+    assert fingerprint(version_dir, store) is None
+    (version_dir / "dataset.yaml").write_text("system: logged\n")
+    assert fingerprint(version_dir, store, RAG_EVAL_SYSTEM="callable") is not None
 
 
 def test_outputs_present_needs_every_asset_file_or_table_folder(tmp_path: Path) -> None:
