@@ -15,11 +15,11 @@ import pytest
 import pytrec_eval
 from dagster import DagsterInstance, SensorResult, build_sensor_context, materialize
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.e2e_tier import e2e_generations
+from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.formats import derived_query_ids, text_id
 from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import ideal_contexts
 from rag_eval_pipeline.evaluation.retrieval import evaluate_runs, logged_runs, real_user_run
@@ -27,7 +27,7 @@ from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import DatasetsResource
 from rag_eval_pipeline.sensors import dataset_version_sensor
-from rag_eval_pipeline_tests.conftest import evaluation_resources, rag_eval
+from rag_eval_pipeline_tests.conftest import evaluation_resources, rag_eval, report_config
 
 # The layout of trec_eval's test/qrels.rel_level: `qid iter docno rel`, grades -1 to 4.
 TREC_QRELS = """\
@@ -311,25 +311,35 @@ def test_a_bad_ragas_row_names_file_row_and_column(tmp_path: Path) -> None:
     assert "ragas.csv, row 3 (line 4), column 'retrieved_contexts'" in str(caught.value)
 
 
-def test_the_version_decides_its_system_under_test(
-    tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
+@pytest.mark.parametrize("table_format", ["ragas", "deepeval-without-reference-contexts"])
+def test_a_migrated_table_runs_the_whole_pipeline_with_its_logged_answers(
+    tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance, table_format: str
 ) -> None:
     root = tmp_path / "datasets"
-    write_table(root / "ragas-v1", "ragas", RAGAS_ROWS, "jsonl")
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["ragas-v1"])
+    if table_format == "ragas":
+        write_table(root / "migrated", "ragas", RAGAS_ROWS, "jsonl")
+    else:
+        rows = [{k: v for k, v in row.items() if k != "context"} for row in deepeval_rows()]
+        write_table(root / "migrated", "deepeval", rows, "jsonl")
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["migrated"])
     result = materialize(
-        [golden_dataset, e2e_generations],
-        partition_key=evaluation_partition_key("ragas-v1", "2026-11-21"),
+        [*ALL_ASSETS, *ALL_CHECKS],
+        partition_key=evaluation_partition_key("migrated", "2026-11-21"),
         resources=evaluation_resources(
             tmp_path, embedder, datasets=DatasetsResource(root=str(root))
         ),
         instance=dagster_instance,
+        run_config=report_config(tmp_path),
     )
     assert result.success
     outputs = result.output_for_node("e2e_generations")
     assert outputs["system"].unique().tolist() == ["logged"]
     assert outputs["answer"].tolist() == [r["response"] for r in RAGAS_ROWS]
     assert outputs["contexts"].tolist() == [r["retrieved_contexts"] for r in RAGAS_ROWS]
+    scorecard = result.output_for_node("evaluation_scorecard")
+    assert ("tier3_e2e", "logged") in set(zip(scorecard["tier"], scorecard["system"], strict=True))
+    ideal = result.output_for_node("ideal_context_generations")
+    assert len(ideal) == (2 if table_format == "ragas" else 0)
 
 
 def broken_version(root: Path) -> None:
