@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rag_eval_pipeline.datasets.validation import Column, TableSchema
+
 EVALUATION_FORMATS = ("ragas", "deepeval")
 
 
@@ -42,6 +44,23 @@ FORMAT_COLUMNS = {
     ),
 }
 ID_COLUMNS = ("query_id", "id")
+
+
+def _evaluation_schema(name: str, columns: EvaluationColumns) -> TableSchema:
+    optional = {"required": False, "nullable": True}
+    return TableSchema(
+        name,
+        (
+            Column(columns.question, "text"),
+            Column(columns.answer, "text"),
+            Column(columns.retrieved_contexts, "texts", **optional),
+            Column(columns.ground_truth_answer, "text", **optional),
+            Column(columns.reference_contexts, "texts", **optional),
+        ),
+    )
+
+
+EVALUATION_SCHEMAS = {name: _evaluation_schema(name, c) for name, c in FORMAT_COLUMNS.items()}
 
 
 def beir_corpus(frame: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import pandas as pd
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.formats import (
     EVALUATION_FORMATS,
+    EVALUATION_SCHEMAS,
     beir_corpus,
     beir_queries,
     evaluation_tables,
@@ -114,7 +115,7 @@ def _validated(
     limits: DatasetLimits,
 ) -> tuple[pd.DataFrame, TableValidator]:
     validator = TableValidator(frame, file, limits.max_text_chars)
-    table = validator.check_schema(SCHEMAS[schema_name])
+    table = validator.check_schema(SCHEMAS.get(schema_name) or EVALUATION_SCHEMAS[schema_name])
     issues.extend(validator.issues)
     return table, validator
 

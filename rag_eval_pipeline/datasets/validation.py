@@ -422,26 +422,4 @@ ANSWERS = TableSchema(
     ),
     key=("query_id",),
 )
-RAGAS = TableSchema(
-    "ragas",
-    (
-        Column("user_input", "text"),
-        Column("response", "text"),
-        Column("retrieved_contexts", "texts", required=False, nullable=True),
-        Column("reference", "text", required=False, nullable=True),
-        Column("reference_contexts", "texts", required=False, nullable=True),
-    ),
-)
-DEEPEVAL = TableSchema(
-    "deepeval",
-    (
-        Column("input", "text"),
-        Column("actual_output", "text"),
-        Column("retrieval_context", "texts", required=False, nullable=True),
-        Column("expected_output", "text", required=False, nullable=True),
-        Column("context", "texts", required=False, nullable=True),
-    ),
-)
-SCHEMAS = {
-    s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS, ANSWERS, RAGAS, DEEPEVAL)
-}
+SCHEMAS = {s.name: s for s in (CORPUS, QUERIES, QRELS, RUNS, LOGS, JUDGE_LABELS, ANSWERS)}
