@@ -70,18 +70,20 @@ class TableValidator:
         mask: np.ndarray,
         column: str | None,
         message: str,
-        values: pd.Series | None = None,
+        values: pd.Series | Callable[[int], object] | None = None,
     ) -> None:
         """Add one issue per offending row (the first few), then a count of the rest.
 
-        With `values`, each issue's message gets the row's value: `message` holds `{value}`.
+        With `values` (a column, or a function of the row position), each issue's message gets
+        the row's value: `message` holds `{value}`.
         """
         rows = np.flatnonzero(mask)
         for position in rows[:MAX_ROWS_PER_ISSUE]:
             line = int(self.lines[position]) if self.lines is not None else None
             text = message
             if values is not None:
-                text = message.format(value=_shown(values.iloc[position]))
+                value = values.iloc[position] if isinstance(values, pd.Series) else values(position)
+                text = message.format(value=_shown(value))
             self.issues.append(ValidationIssue(self.file, text, int(position) + 1, column, line))
         if len(rows) > MAX_ROWS_PER_ISSUE:
             generic = message.replace(" {value}", "")
@@ -116,8 +118,12 @@ class TableValidator:
             self._check_column(column)
         if schema.key and all(k in self.frame.columns for k in schema.key):
             duplicated = self.frame.duplicated(list(schema.key), keep="first").to_numpy()
-            keys = self.frame[list(schema.key)].astype(object).map(str).agg(", ".join, axis=1)
-            self.report(duplicated, ",".join(schema.key), "duplicate key {value}", keys)
+            key_columns = [self.frame[k] for k in schema.key]
+
+            def key_at(position: int) -> str:
+                return ", ".join(str(column.iloc[position]) for column in key_columns)
+
+            self.report(duplicated, ",".join(schema.key), "duplicate key {value}", key_at)
         return self.frame
 
     def _check_column(self, column: Column) -> None:
