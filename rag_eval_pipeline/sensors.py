@@ -1,6 +1,8 @@
 """Sensors: register new dataset versions (and evaluate them), alert on metric regressions."""
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dagster import (
     AssetKey,
@@ -14,6 +16,7 @@ from dagster import (
 )
 
 from rag_eval_pipeline.alerting import alert_lines
+from rag_eval_pipeline.datasets.versions import folder_signature
 from rag_eval_pipeline.evaluation.alerts import new_alerts, regressions_for
 from rag_eval_pipeline.evaluation.store import SCORECARD_ASSET
 from rag_eval_pipeline.jobs import evaluation_job
@@ -42,7 +45,8 @@ def today() -> str:
     description=(
         "Validates every new folder under data/datasets/ (all its tables), registers the valid "
         "ones as dataset_version partitions and requests today's evaluation for them; invalid "
-        "folders are reported in the skip reason and log, not registered."
+        "folders are reported in the skip reason and log, not registered, and validated again "
+        "only once their files change."
     ),
 )
 def dataset_version_sensor(
@@ -50,20 +54,25 @@ def dataset_version_sensor(
 ) -> SensorResult | SkipReason:
     scan = datasets.scan()
     registered = set(context.instance.get_dynamic_partitions(DATASET_VERSION))
-    invalid = dict(scan.invalid)
+    rejected_before: dict[str, list[str]] = json.loads(context.cursor) if context.cursor else {}
+    rejected: dict[str, list[str]] = {}
     new_versions = []
     for version in (v for v in scan.valid if v not in registered):
-        problem = datasets.problem(version)
+        signature = folder_signature(Path(datasets.root) / version)
+        before = rejected_before.get(version)
+        problem = before[1] if before and before[0] == signature else datasets.problem(version)
         if problem is None:
             new_versions.append(version)
         else:
-            invalid[version] = problem
+            rejected[version] = [signature, problem]
+    context.update_cursor(json.dumps(rejected, sort_keys=True))
+    invalid = {**scan.invalid, **{name: reason for name, (_, reason) in rejected.items()}}
     for name, reason in invalid.items():
         context.log.warning(f"Dataset folder {name!r} not registered: {reason}")
     if not new_versions:
-        rejected = "; ".join(f"{name!r}: {reason}" for name, reason in invalid.items())
+        reasons = "; ".join(f"{name!r}: {reason}" for name, reason in invalid.items())
         return SkipReason(
-            "No new dataset versions." + (f" Rejected folders: {rejected}" if rejected else "")
+            "No new dataset versions." + (f" Rejected folders: {reasons}" if reasons else "")
         )
     day = today()
     return SensorResult(

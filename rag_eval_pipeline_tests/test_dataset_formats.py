@@ -375,3 +375,8 @@ def test_sensor_never_registers_a_folder_whose_tables_fail_validation(
     again = dataset_version_sensor(context)
     assert "'broken'" in again.skip_message
     assert "unknown id 'nope-42': not in queries" in again.skip_message
+    assert json.loads(context.cursor)["broken"][1].endswith("not in queries")
+    (root / "broken" / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
+    fixed = dataset_version_sensor(context)
+    assert isinstance(fixed, SensorResult)
+    assert fixed.dynamic_partitions_requests[0].partition_keys == ["broken"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,3 +83,14 @@ def scan_versions(datasets_root: Path) -> VersionScan:
             continue
         valid.append(folder.name)
     return VersionScan(valid, invalid)
+
+
+def folder_signature(folder: Path) -> str:
+    """A digest of the names, sizes and modification times of every file under `folder`:
+    it changes whenever a file is added, removed or rewritten (no file is read)."""
+    digest = hashlib.blake2b(digest_size=16)
+    root = Path(folder)
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
