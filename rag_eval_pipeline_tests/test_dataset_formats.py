@@ -380,3 +380,15 @@ def test_sensor_never_registers_a_folder_whose_tables_fail_validation(
     fixed = dataset_version_sensor(context)
     assert isinstance(fixed, SensorResult)
     assert fixed.dynamic_partitions_requests[0].partition_keys == ["broken"]
+
+
+def test_an_evaluation_table_is_a_whole_version(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    write_table(folder, "ragas", RAGAS_ROWS, "jsonl")
+    write_jsonl(folder / "queries.jsonl", [{"query_id": "q1", "question": "Why?"}])
+    with pytest.raises(DatasetError, match=r"ragas\.jsonl: a ragas table is a whole version"):
+        load_dataset(folder)
+    (folder / "queries.jsonl").unlink()
+    write_table(folder, "deepeval", deepeval_rows(), "csv")
+    with pytest.raises(DatasetError, match=r"ragas\.jsonl and deepeval\.csv: one evaluation table"):
+        load_dataset(folder)

@@ -30,6 +30,7 @@ from rag_eval_pipeline.datasets.versions import (
 )
 
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
+BEIR_RENAMES = {"corpus": beir_corpus, "queries": beir_queries}
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,10 @@ def load_dataset(
     tables: dict[str, pd.DataFrame] = {}
     validators: dict[str, TableValidator] = {}
     evaluation = [(f, p) for f in EVALUATION_FORMATS if (p := find_table_file(folder, f))]
-    if evaluation:
+    if len(evaluation) > 1:
+        names = " and ".join(path.name for _, path in evaluation)
+        issues.append(ValidationIssue(names, "one evaluation table per version, not both"))
+    elif evaluation:
         table_format, path = evaluation[0]
         tables, validators = _evaluation_table(folder, table_format, path, issues, limits)
         if manifest.system is None:
@@ -158,13 +162,10 @@ def load_dataset(
             reader = read_qrels if name == "qrels" else read_table
             raw = _read(folder, path, reader, issues, limits)
             if raw is not None:
-                raw = {"corpus": beir_corpus, "queries": beir_queries}.get(name, _same)(raw)
+                beir_names = BEIR_RENAMES.get(name)
+                raw = beir_names(raw) if beir_names else raw
                 label = path.relative_to(folder).as_posix()
                 tables[name], validators[name] = _validated(raw, name, label, issues, limits)
-        if "qrels" in tables and "queries" in tables and _is_beir(folder, manifest.split):
-            judged = tables["queries"]["query_id"].isin(set(tables["qrels"]["query_id"]))
-            tables["queries"] = tables["queries"][judged].reset_index(drop=True)
-            validators["queries"] = TableValidator(tables["queries"], "queries.jsonl")
     run_frames: list[pd.DataFrame] = []
     run_validators: list[TableValidator] = []
     for path in sorted((folder / "runs").glob("*.trec")):
@@ -184,11 +185,10 @@ def load_dataset(
         issues = [issue for v in [*validators.values(), *run_validators] for issue in v.issues]
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
+    if not evaluation and _is_beir(folder, manifest.split):
+        judged = tables["queries"]["query_id"].isin(set(tables["qrels"]["query_id"]))
+        tables["queries"] = tables["queries"][judged].reset_index(drop=True)
     return GoldenDataset(version=version, manifest=manifest, **tables)
-
-
-def _same(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame
 
 
 def _read(
@@ -241,7 +241,8 @@ def _evaluation_table(
     if others:
         issues.append(
             ValidationIssue(
-                path.name, f"a {table_format} table is a whole version: remove {others} or it"
+                path.name,
+                f"a {table_format} table is a whole version: remove it or {', '.join(others)}",
             )
         )
         return {}, {}
