@@ -332,6 +332,8 @@ def test_a_migrated_table_runs_the_whole_pipeline_with_its_logged_answers(
         run_config=report_config(tmp_path),
     )
     assert result.success
+    golden = result.asset_materializations_for_node("golden_dataset")[0].metadata
+    assert golden["system"].value == "logged" and golden["relevance_level"].value == 1
     outputs = result.output_for_node("e2e_generations")
     assert outputs["system"].unique().tolist() == ["logged"]
     assert outputs["answer"].tolist() == [r["response"] for r in RAGAS_ROWS]

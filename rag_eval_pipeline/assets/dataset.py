@@ -24,9 +24,13 @@ def golden_dataset(
     version, _ = partition_parts(context)
     dataset = datasets.load(version)
     stats = dataset.statistics()
+    manifest = dataset.manifest
     context.add_output_metadata(
         {
             **{name: MetadataValue.int(value) for name, value in stats.items()},
+            "relevance_level": MetadataValue.int(manifest.relevance_level),
+            "system": MetadataValue.text(manifest.system or "from RAG_EVAL_SYSTEM"),
+            "language": MetadataValue.text(manifest.language or "unspecified"),
             "tables": MetadataValue.md(
                 markdown_table(pd.DataFrame({"table": list(stats), "rows": list(stats.values())}))
             ),
