@@ -75,6 +75,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     print(f"Dataset version '{dataset.version}' is valid:")
     for name, value in dataset.statistics().items():
         print(f"  {name}: {value}")
+    settings = dataset.manifest
+    system = settings.system or "from RAG_EVAL_SYSTEM"
+    print(f"  relevance_level: {settings.relevance_level}, system: {system}")
     return 0
 
 

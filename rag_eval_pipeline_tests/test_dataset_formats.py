@@ -394,3 +394,12 @@ def test_an_evaluation_table_is_a_whole_version(tmp_path: Path) -> None:
     write_table(folder, "deepeval", deepeval_rows(), "csv")
     with pytest.raises(DatasetError, match=r"ragas\.jsonl and deepeval\.csv: one evaluation table"):
         load_dataset(folder)
+
+
+def test_rag_eval_validate_prints_the_versions_settings(tmp_path: Path) -> None:
+    write_table(tmp_path / "datasets" / "ragas-v1", "ragas", RAGAS_ROWS, "csv")
+    (tmp_path / "datasets" / "ragas-v1" / "dataset.yaml").write_text("relevance_level: 2\n")
+    stdout = rag_eval(tmp_path, tmp_path / "home", "validate", "datasets/ragas-v1")
+    assert "Dataset version 'ragas-v1' is valid:" in stdout
+    assert "  n_answers: 2" in stdout
+    assert "  relevance_level: 2, system: logged" in stdout
