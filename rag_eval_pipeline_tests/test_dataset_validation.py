@@ -249,3 +249,21 @@ def test_files_and_texts_over_the_limits_are_errors(version: Path) -> None:
     assert "corpus.jsonl, row 3 (line 3), column 'text': text longer than 100 characters" in str(
         caught.value
     )
+
+
+@pytest.mark.parametrize(
+    "run_text",
+    [
+        'q1 Q0 d1 1 2.5 bm25\nq2 Q0 d"2 1 1.5 bm25\n',  # Arrow fast path; a quote is just a char
+        'q1\tQ0\td1\t1\t2.5\tbm25\nq2\tQ0\td"2\t1\t1.5\tbm25\n',  # tabs
+        'q1  Q0 d1 1 2.5 bm25\n\nq2 Q0   d"2 1 1.5 bm25',  # runs of spaces, blank line, no EOL
+    ],
+)
+def test_trec_runs_read_the_same_whatever_the_whitespace(version: Path, run_text: str) -> None:
+    write_jsonl(version / "corpus.jsonl", [*CORPUS, {"doc_id": 'd"2', "text": "Quoted id."}])
+    (version / "runs").mkdir()
+    (version / "runs" / "bm25.trec").write_text(run_text)
+    runs = load_dataset(version).runs
+    assert runs[["query_id", "doc_id"]].values.tolist() == [["q1", "d1"], ["q2", 'd"2']]
+    assert runs["score"].tolist() == [2.5, 1.5]
+    assert runs["rank"].tolist() == [1, 1]
