@@ -193,6 +193,10 @@ def test_score_answers_scores_the_retrieved_documents(embedder: Embedder) -> Non
     assert values["mrr"].tolist()[:2] == [0.5, 1.0] and np.isnan(values.loc["q3", "mrr"])
     assert values["hit_rate@1"].tolist()[:2] == [0.0, 1.0]
     assert values["error_rate"].tolist() == [0.0, 0.0, 1.0]
+    at_level_2 = score_answers(
+        answers, qrels, ["mrr"], OfflineJudge(embedder), embedder, relevance_level=2
+    ).set_index("query_id")
+    assert at_level_2["mrr"].loc["q2"] == 1.0 and np.isnan(at_level_2["mrr"].loc["q1"])
 
 
 def test_system_comparison_on_demo_v1(

@@ -179,16 +179,19 @@ def score_answers(
     metrics: Sequence[str],
     judge: Judge,
     embedder: Embedder,
+    relevance_level: int = 1,
 ) -> pd.DataFrame:
     """Per-question scores of one system's answers: `query_id` and one column per metric.
 
-    A question a metric does not apply to (no relevant qrels, no ground truth) or whose
-    judgment failed has NaN there.
+    Retrieval metrics count grades ≥ `relevance_level` as relevant (trec_eval -l). A question a
+    metric does not apply to (no relevant qrels, no ground truth) or whose judgment failed has
+    NaN there.
     """
     frames = [_system_scores(answers, metrics)]
     retrieval = retrieval_metrics(metrics)
     if retrieval:
-        frames.append(evaluate_run(answers_run(answers), qrels, retrieval))
+        run = answers_run(answers)
+        frames.append(evaluate_run(run, qrels, retrieval, relevance_level=relevance_level))
     judged = [m for m in metrics if m in JUDGE_METRICS]
     judgments = [judge_answers(answers, judge, judged)] if judged else []
     if any(m in REFERENCE_METRICS for m in metrics):
@@ -283,6 +286,7 @@ def run_comparison(
             plan.metrics,
             judge,
             embedder,
+            relevance_level=dataset.relevance_level,
         )
         for variant in plan.variants
     }
