@@ -15,6 +15,7 @@ from rag_eval_pipeline.assets import (
     retrieval_tier,
     scorecard,
     system_retrieval,
+    traffic_tier,
     ux_tier,
 )
 from rag_eval_pipeline.checks import ALL_CHECKS
@@ -51,6 +52,7 @@ TIER_MODULES = [
     system_retrieval,
     judge_tier,
     ux_tier,
+    traffic_tier,
     scorecard,
     report,
     comparison,

@@ -58,6 +58,7 @@ def evaluation_scorecard(
     judge_reliability: pd.DataFrame,
     show_judge_quality: pd.DataFrame,
     ux_metrics: pd.DataFrame,
+    traffic_quality: pd.DataFrame,
 ) -> pd.DataFrame:
     version, day = partition_parts(context)
     stats = as_dataset(context, golden_dataset).statistics()
@@ -72,6 +73,7 @@ def evaluation_scorecard(
         judge_reliability,
         show_judge_quality,
         ux_metrics,
+        traffic_quality,
     ]
     scorecard = build_scorecard(qualities, version, day, Thresholds.load(config.thresholds_file))
     attention = scorecard[scorecard["band"] == NEEDS_ATTENTION]

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.metrics.traffic import satisfaction_scores
 
 MAX_ROWS_PER_ISSUE = 5
 TRUE_WORDS = frozenset({"yes", "true", "1", "y", "show"})
@@ -30,7 +31,7 @@ class Column:
     """The expected type and range of one column."""
 
     name: str
-    kind: str  # id | text | int | float | bool | list
+    kind: str  # id | text | int | float | bool | list | timestamp | feedback
     required: bool = True
     nullable: bool = False
     low: float | None = None
@@ -235,6 +236,19 @@ def _coerce_list(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.
     return parsed.astype(object), bad
 
 
+def _coerce_timestamp(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """ISO 8601 date-times to tz-aware UTC; a value without an offset is read as UTC."""
+    text = values.map(lambda v: None if is_missing(v) else str(v))
+    parsed = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    return parsed, ~missing & parsed.isna().to_numpy()
+
+
+def _coerce_feedback(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """Thumbs up/down or a 1–5 rating, to satisfaction in [0, 1] (`satisfaction_scores`)."""
+    scores = satisfaction_scores(values.where(~missing, None).tolist())
+    return pd.Series(scores, index=values.index), ~missing & np.isnan(scores)
+
+
 COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {
     "id": _coerce_id,
     "text": _coerce_text,
@@ -242,6 +256,8 @@ COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarra
     "float": lambda values, missing: _coerce_number(values, missing, integer=False),
     "bool": _coerce_bool,
     "list": _coerce_list,
+    "timestamp": _coerce_timestamp,
+    "feedback": _coerce_feedback,
 }
 
 CORPUS = TableSchema(
@@ -281,6 +297,19 @@ RUNS = TableSchema(
     ),
     key=("system", "query_id", "doc_id"),
 )
+# Optional production-traffic columns of `logs.*` (the traffic tier).
+TRAFFIC_COLUMNS = (
+    Column("timestamp", "timestamp", required=False, nullable=True),
+    Column("retrieval_latency_ms", "float", required=False, nullable=True, low=0),
+    Column("generation_latency_ms", "float", required=False, nullable=True, low=0),
+    Column("error", "text", required=False, nullable=True),
+    Column("cost_usd", "float", required=False, nullable=True, low=0),
+    Column("model", "id", required=False, nullable=True),
+    Column("prompt_tokens", "float", required=False, nullable=True, low=0),
+    Column("completion_tokens", "float", required=False, nullable=True, low=0),
+    Column("feedback", "feedback", required=False, nullable=True),
+    Column("contexts", "list", required=False, nullable=True),
+)
 LOGS = TableSchema(
     "logs",
     (
@@ -291,6 +320,7 @@ LOGS = TableSchema(
         Column("answer", "text", required=False, nullable=True),
         Column("shown_doc_id", "id", required=False, nullable=True),
         Column("latency_ms", "float", required=False, nullable=True, low=0),
+        *TRAFFIC_COLUMNS,
     ),
     key=("log_id",),
 )
