@@ -9,6 +9,7 @@ from rag_eval_pipeline.assets.skipping import skipped
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
+    context_relevance_rows,
     judge_answers,
     reference_scores,
 )
@@ -80,7 +81,8 @@ def e2e_generations(
     kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): judge E2E usefulness, faithfulness, RAGAS context "
-        "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity."
+        "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity; "
+        "context relevance (mean question–chunk cosine)."
     ),
 )
 def e2e_judgments(
@@ -99,6 +101,7 @@ def e2e_judgments(
         [
             judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
             reference_scores(e2e_generations, model),
+            context_relevance_rows(e2e_generations, model),
         ],
         ignore_index=True,
     )

@@ -20,6 +20,7 @@ from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
 from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE, bleu_scores, rouge_scores
 from rag_eval_pipeline.systems.retrievers import document_texts
@@ -205,3 +206,25 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
         _scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
     )
     return _concat(parts)
+
+
+def context_relevance_rows(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
+    """`context_relevance` judgment rows: per question, the mean clipped cosine between the
+    question and each retrieved context (`metrics.embedding.context_relevance`).
+
+    Needs `system, query_id, question, contexts`; a question without retrieved contexts is an
+    error row (`no contexts`), as for the judge's context metrics.
+    """
+    if frame.empty or "contexts" not in frame.columns:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    rows = frame.reset_index(drop=True)
+    contexts = [
+        [str(text) for text in items] if isinstance(items, list | np.ndarray) else []
+        for items in rows["contexts"]
+    ]
+    owners = np.repeat(np.arange(len(rows)), [len(items) for items in contexts])
+    chunks = [text for items in contexts for text in items]
+    questions = embedder.encode(rows["question"].astype(str).tolist())
+    scores = context_relevance(questions, embedder.encode(chunks), owners)
+    judged = _scorer_rows(rows, "context_relevance", scores, embedder.model_name, np.isnan(scores))
+    return judged.assign(error=np.where(np.isnan(scores), "no contexts", None))
