@@ -13,10 +13,15 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.traffic_tier import traffic_metrics, traffic_quality
+from rag_eval_pipeline.assets.traffic_tier import (
+    traffic_judgments,
+    traffic_metrics,
+    traffic_quality,
+)
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.traffic import judged_sample
 from rag_eval_pipeline.metrics.traffic import (
     local_dates,
     positive_feedback,
@@ -30,6 +35,7 @@ from rag_eval_pipeline_tests.conftest import evaluation_resources
 VERSION = "traffic-v1"
 TIMEZONE = "America/New_York"
 DAYS = ["2026-11-02", "2026-11-03", "2026-11-04"]
+SAMPLE = 2
 FEEDBACK = ["up", "down", "5", "1", "3", None, "👍", "4"]
 
 
@@ -62,6 +68,10 @@ def three_days_of_logs() -> list[dict]:
         }
         if i % 6 == 0:
             row["error"] = "timeout"
+        else:
+            row["answer"] = "Open Account > Security and choose Reset password."
+        if i % 2 == 0:
+            row["contexts"] = ["To reset your password, open Account > Security."]
         if i % 3 == 0:
             row["cost_usd"] = round(float(rng.uniform(0.0001, 0.01)), 6)
         elif i % 3 == 1:
@@ -110,11 +120,16 @@ def test_three_days_of_logs_make_three_daily_partitions(
     resources = evaluation_resources(
         tmp_path, embedder, datasets=DatasetsResource(root=str(tmp_path / "datasets"))
     )
-    run_config = {"ops": {"traffic_metrics": {"config": {"timezone": TIMEZONE}}}}
+    run_config = {
+        "ops": {
+            "traffic_metrics": {"config": {"timezone": TIMEZONE}},
+            "traffic_judgments": {"config": {"timezone": TIMEZONE, "sample_size": SAMPLE}},
+        }
+    }
     seen = set()
     for day in DAYS:
         result = materialize(
-            [golden_dataset, traffic_metrics, traffic_quality],
+            [golden_dataset, traffic_metrics, traffic_judgments, traffic_quality],
             partition_key=evaluation_partition_key(VERSION, day),
             instance=dagster_instance,
             resources=resources,
@@ -133,6 +148,16 @@ def test_three_days_of_logs_make_three_daily_partitions(
         assert {d.isoformat() for d in days} == {day}
         assert set(items["log_id"]).isdisjoint(seen)
         seen |= set(items["log_id"])
+        judgments = pd.read_parquet(folder / "traffic_judgments" / VERSION / f"{day}.parquet")
+        eligible = items.loc[items["metric"] == "volume", "log_id"]
+        eligible = [i for i in eligible if int(i[-3:]) % 6 and int(i[-3:]) % 2 == 0]
+        assert eligible
+        for metric in ("faithfulness", "answer_relevance", "context_relevance"):
+            judged = judgments.loc[judgments["metric"] == metric, "query_id"]
+            assert len(judged) == min(SAMPLE, len(eligible)) and set(judged) <= set(eligible)
+            assert got[f"avg_{metric}"] == pytest.approx(
+                judgments.loc[judgments["metric"] == metric, "score"].mean()
+            )
         metadata = result.asset_materializations_for_node("traffic_quality")[0].metadata
         assert metadata["production/volume"].value == expected["volume"]
     in_window = [
@@ -176,3 +201,23 @@ def test_bad_timestamp_and_feedback_name_file_row_and_column(tmp_path: Path) -> 
     message = str(raised.value)
     assert "logs.jsonl, row 2 (line 2), column 'timestamp': not a valid timestamp value" in message
     assert "logs.jsonl, row 3 (line 3), column 'feedback': not a valid feedback value" in message
+
+
+def test_judged_sample_is_seeded_and_takes_all_when_fewer() -> None:
+    interactions = pd.DataFrame(
+        {
+            "log_id": [f"l{i}" for i in range(10)],
+            "question": "q",
+            "answer": ["a"] * 9 + [None],
+            "retrieved_doc_ids": [["d1"], ["nope"], *([["d1"]] * 8)],
+        }
+    )
+    corpus = pd.DataFrame({"doc_id": ["d1"], "text": ["Doc one."]})
+    everything = judged_sample(interactions, corpus, 50, seed=0)
+    # l1 retrieved only an unknown id (no context), l9 has no answer
+    assert everything["query_id"].tolist() == [f"l{i}" for i in (0, 2, 3, 4, 5, 6, 7, 8)]
+    assert everything["contexts"].tolist() == [["Doc one."]] * 8
+    sample = judged_sample(interactions, corpus, 3, seed=5)
+    chosen = np.sort(np.random.default_rng(5).choice(8, 3, replace=False))
+    assert sample["query_id"].tolist() == everything["query_id"].iloc[chosen].tolist()
+    assert judged_sample(interactions, corpus, 3, seed=5).equals(sample)

@@ -144,3 +144,44 @@ def traffic_quality_rows(values: pd.DataFrame) -> pd.DataFrame:
             )
         )
     return pd.concat(rows, ignore_index=True)[QUALITY_COLUMNS]
+
+
+def judged_sample(
+    interactions: pd.DataFrame, corpus: pd.DataFrame | None, size: int, seed: int
+) -> pd.DataFrame:
+    """A seeded sample of the day's interactions for the reference-free judge metrics.
+
+    Eligible: interactions with an `answer` and retrieved context, either logged `contexts`
+    or `retrieved_doc_ids` found in the corpus (their texts, in retrieved order). Draws `size`
+    of them without replacement (numpy `default_rng(seed)`), all when there are fewer; rows
+    come back in time order as `system, query_id (= log_id), question, answer, contexts`.
+    """
+    columns = ["system", "query_id", "question", "answer", "contexts"]
+    if interactions.empty or "answer" not in interactions.columns:
+        return pd.DataFrame(columns=columns)
+    texts = {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
+    logged = (
+        interactions["contexts"]
+        if "contexts" in interactions.columns
+        else pd.Series([None] * len(interactions), index=interactions.index)
+    )
+    contexts = [
+        list(own)
+        if isinstance(own, list | np.ndarray) and len(own)
+        else [texts[d] for d in (ids if isinstance(ids, list | np.ndarray) else []) if d in texts]
+        for own, ids in zip(logged, interactions["retrieved_doc_ids"], strict=True)
+    ]
+    frame = pd.DataFrame(
+        {
+            "system": TRAFFIC_SYSTEM,
+            "query_id": interactions["log_id"].to_numpy(),
+            "question": interactions["question"].to_numpy(),
+            "answer": interactions["answer"].to_numpy(),
+            "contexts": contexts,
+        }
+    )
+    eligible = frame[frame["answer"].notna() & frame["contexts"].map(len).gt(0)]
+    if len(eligible) <= size:
+        return eligible.reset_index(drop=True)
+    chosen = np.sort(np.random.default_rng(seed).choice(len(eligible), size, replace=False))
+    return eligible.iloc[chosen].reset_index(drop=True)
