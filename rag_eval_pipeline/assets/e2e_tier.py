@@ -9,6 +9,7 @@ from rag_eval_pipeline.assets.skipping import skipped
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
+    answer_checks,
     context_relevance_rows,
     judge_answers,
     reference_scores,
@@ -82,11 +83,13 @@ def e2e_generations(
     description=(
         "One row per (question, metric): judge E2E usefulness, faithfulness, RAGAS context "
         "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity; "
-        "context relevance (mean question–chunk cosine)."
+        "context relevance (mean question–chunk cosine); exact match, regex match against "
+        "the queries' expected_pattern, citation precision/recall/F1 of [n] markers."
     ),
 )
 def e2e_judgments(
     context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
     e2e_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
@@ -102,6 +105,7 @@ def e2e_judgments(
             judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
             reference_scores(e2e_generations, model),
             context_relevance_rows(e2e_generations, model),
+            answer_checks(e2e_generations, as_dataset(context, golden_dataset)),
         ],
         ignore_index=True,
     )

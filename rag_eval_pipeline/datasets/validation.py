@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ class Column:
     """The expected type and range of one column."""
 
     name: str
-    kind: str  # id | text | int | float | bool | list | timestamp | feedback
+    kind: str  # id | text | int | float | bool | list | timestamp | feedback | regex
     required: bool = True
     nullable: bool = False
     low: float | None = None
@@ -249,6 +250,20 @@ def _coerce_feedback(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series,
     return pd.Series(scores, index=values.index), ~missing & np.isnan(scores)
 
 
+def _coerce_regex(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """A text that compiles as a Python regular expression."""
+
+    def compiles(value: object) -> bool:
+        try:
+            re.compile(str(value))
+        except re.error:
+            return False
+        return isinstance(value, str) and bool(value.strip())
+
+    valid = values.map(lambda v: is_missing(v) or compiles(v)).to_numpy(dtype=bool)
+    return values.astype(object), ~missing & ~valid
+
+
 COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {
     "id": _coerce_id,
     "text": _coerce_text,
@@ -258,6 +273,7 @@ COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarra
     "list": _coerce_list,
     "timestamp": _coerce_timestamp,
     "feedback": _coerce_feedback,
+    "regex": _coerce_regex,
 }
 
 CORPUS = TableSchema(
@@ -278,6 +294,7 @@ QUERIES = TableSchema(
         Column("ground_truth_answer", "text", required=False, nullable=True),
         Column("session_id", "id", required=False, nullable=True),
         Column("turn", "int", required=False, nullable=True, low=1),
+        Column("expected_pattern", "regex", required=False, nullable=True),
     ),
     key=("query_id",),
 )

@@ -22,7 +22,14 @@ from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
 from rag_eval_pipeline.judging.offline import Generator
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
-from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE, bleu_scores, rouge_scores
+from rag_eval_pipeline.metrics.text import (
+    BLEU_SIGNATURE,
+    bleu_scores,
+    citation_scores,
+    exact_match,
+    regex_match,
+    rouge_scores,
+)
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
@@ -33,7 +40,11 @@ TEXT_SCORERS = {
     "rouge2_f": "rouge-score",
     "rougeL_f": "rouge-score",
     "bleu": f"sacrebleu {BLEU_SIGNATURE}",
+    "exact_match": "exact-match (SQuAD normalization)",
+    "regex_match": "regex (whole output, case-insensitive)",
+    "citation": "citations [n] vs qrels",
 }
+CITATION_METRICS = ("citation_precision", "citation_recall", "citation_f1")
 
 JudgeCall = Callable[[Judge, pd.DataFrame, bool], pd.DataFrame]
 JUDGE_CALLS: dict[str, JudgeCall] = {
@@ -182,8 +193,9 @@ def _scorer_rows(
 
 
 def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
-    """ROUGE-1/2/L F1 and sentence BLEU (0–100) against the ground truth, and the semantic
-    similarity (cosine of answer and ground-truth embeddings), as long judgment rows.
+    """ROUGE-1/2/L F1, sentence BLEU (0–100) and exact match (SQuAD-normalized, 0/1) against
+    the ground truth, and the semantic similarity (cosine of answer and ground-truth
+    embeddings), as long judgment rows.
 
     Rows whose generation failed (no answer) become error rows, counted in the error rate.
     """
@@ -200,6 +212,15 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     ]
     parts.append(
         _scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
+    )
+    parts.append(
+        _scorer_rows(
+            rows,
+            "exact_match",
+            exact_match(answers, truths),
+            TEXT_SCORERS["exact_match"],
+            no_answer,
+        )
     )
     similarity = rowwise_cosine(embedder.encode(answers), embedder.encode(truths))
     parts.append(
@@ -228,3 +249,50 @@ def context_relevance_rows(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFr
     scores = context_relevance(questions, embedder.encode(chunks), owners)
     judged = _scorer_rows(rows, "context_relevance", scores, embedder.model_name, np.isnan(scores))
     return judged.assign(error=np.where(np.isnan(scores), "no contexts", None))
+
+
+def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
+    """Deterministic checks of the system's answers, as long judgment rows:
+
+    - `regex_match` (0/1, `metrics.text.regex_match`, whole-output semantics) for questions
+      with an `expected_pattern` in the queries table;
+    - `citation_precision`, `citation_recall`, `citation_f1` of the answer's `[n]` markers
+      (`[n]` = the n-th retrieved document) against the version's relevant qrels, for
+      answers that cite at least one source (precision and F1) or that had a relevant
+      document retrieved (recall); undefined values get no row, not an error.
+
+    Rows whose answer is missing are error rows (`no answer to score`).
+    """
+    parts = []
+    queries = dataset.queries.set_index("query_id")
+    if "expected_pattern" in queries.columns:
+        patterns = frame["query_id"].map(queries["expected_pattern"])
+        rows = frame[patterns.notna().to_numpy()]
+        no_answer = rows["answer"].isna().to_numpy()
+        scores = regex_match(
+            rows["answer"].fillna("").astype(str).tolist(),
+            patterns[patterns.notna()].astype(str).tolist(),
+        )
+        parts.append(
+            _scorer_rows(rows, "regex_match", scores, TEXT_SCORERS["regex_match"], no_answer)
+        )
+    answered = frame[frame["answer"].notna()]
+    if not answered.empty:
+        relevant = dataset.relevant_qrels.groupby("query_id")["doc_id"].agg(set)
+        citations = citation_scores(
+            answered["answer"].astype(str).tolist(),
+            [list(ids) for ids in answered["retrieved_doc_ids"]],
+            [relevant.get(query_id, set()) for query_id in answered["query_id"]],
+        )
+        for metric in CITATION_METRICS:
+            defined = citations[metric].notna().to_numpy()
+            parts.append(
+                _scorer_rows(
+                    answered[defined],
+                    metric,
+                    citations.loc[defined, metric].to_numpy(),
+                    TEXT_SCORERS["citation"],
+                    np.zeros(int(defined.sum()), dtype=bool),
+                )
+            )
+    return _concat(parts)
