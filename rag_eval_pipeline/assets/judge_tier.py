@@ -62,11 +62,16 @@ def judge_reliability(
     repeats = repeated_judgments(sample, judge, config.metrics, config.repetitions)
     values = reliability_values(repeats, config.delta)
     metadata = {}
+    parts = [single_values(values, RELIABILITY_TIER, judge.judge_model, count=len(sample))]
     if dataset.judge_labels is not None:
         agreement = human_agreement(dataset.judge_labels, judge)
-        values.update(agreement_values(agreement))
         metadata["human_agreement"] = MetadataValue.md(markdown_table(agreement))
-    quality = single_values(values, RELIABILITY_TIER, judge.judge_model, count=len(sample))
+        # each agreement row counts the labels both raters scored, not the re-judged sample
+        parts.extend(
+            single_values(pair_values, RELIABILITY_TIER, judge.judge_model, count=n_labels)
+            for n_labels, pair_values in agreement_values(agreement)
+        )
+    quality = pd.concat(parts, ignore_index=True)
     context.add_output_metadata(
         {
             **summary_metadata(quality),

@@ -85,17 +85,21 @@ def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
     return agreement_table(table, ["judge", *raters], labels=LIKERT_LABELS)
 
 
-def agreement_values(table: pd.DataFrame) -> dict[str, float]:
-    """Flatten an agreement table to `<statistic>_<rater_a>_vs_<rater_b>` values."""
-    values: dict[str, float] = {}
+def agreement_values(table: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
+    """Per pair of raters, the number of labels both scored (`n`) and its
+    `<statistic>_<rater_a>_vs_<rater_b>` values (kappa, weighted kappa, Spearman)."""
+    pairs = []
     for row in table.itertuples():
         pair = f"{row.rater_a.removeprefix(HUMAN_SCORE_PREFIX)}_vs_" + str(
             row.rater_b.removeprefix(HUMAN_SCORE_PREFIX)
         )
-        values[f"kappa_{pair}"] = float(row.kappa)
-        values[f"weighted_kappa_{pair}"] = float(row.weighted_kappa)
-        values[f"spearman_{pair}"] = float(row.spearman)
-    return values
+        values = {
+            f"kappa_{pair}": float(row.kappa),
+            f"weighted_kappa_{pair}": float(row.weighted_kappa),
+            f"spearman_{pair}": float(row.spearman),
+        }
+        pairs.append((int(row.n), values))
+    return pairs
 
 
 def show_decisions(labels: pd.DataFrame, show_judge: ShowJudge) -> pd.DataFrame:
