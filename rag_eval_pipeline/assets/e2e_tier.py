@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.assets.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.assets.skipping import skipped
+from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
@@ -22,7 +23,7 @@ from rag_eval_pipeline.resources import EmbedderResource, LLMResource, RagSystem
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 
 TIER = "tier3_e2e"
-E2E_JUDGE_METRICS = ("faithfulness", *NEEDS_GROUND_TRUTH)
+E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", *NEEDS_GROUND_TRUTH)
 
 
 @asset(
@@ -81,10 +82,12 @@ def e2e_generations(
     group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
-        "One row per (question, metric): judge E2E usefulness, faithfulness, RAGAS context "
+        "One row per (question, metric): judge E2E usefulness, faithfulness, answer "
+        "relevance, RAGAS context "
         "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity; "
         "context relevance (mean question–chunk cosine); exact match, regex match against "
-        "the queries' expected_pattern, citation precision/recall/F1 of [n] markers."
+        "the queries' expected_pattern, citation precision/recall/F1 of [n] markers; the "
+        "composite score (config/composite.yaml)."
     ),
 )
 def e2e_judgments(
@@ -109,10 +112,13 @@ def e2e_judgments(
         ],
         ignore_index=True,
     )
+    weights = load_weights()
+    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
     context.add_output_metadata(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "composite": MetadataValue.text(describe(weights)),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )

@@ -167,7 +167,7 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[JUDGMENT_COLUMNS]
 
 
-def _scorer_rows(
+def scorer_rows(
     rows: pd.DataFrame, metric: str, scores: np.ndarray, scorer: str, no_answer: np.ndarray
 ) -> pd.DataFrame:
     errors = np.where(no_answer, "no answer to score", None)
@@ -207,14 +207,14 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     truths = rows["ground_truth_answer"].astype(str).tolist()
     rouge = rouge_scores(answers, truths)
     parts = [
-        _scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
+        scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
         for metric in ("rouge1_f", "rouge2_f", "rougeL_f")
     ]
     parts.append(
-        _scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
+        scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
     )
     parts.append(
-        _scorer_rows(
+        scorer_rows(
             rows,
             "exact_match",
             exact_match(answers, truths),
@@ -224,7 +224,7 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     )
     similarity = rowwise_cosine(embedder.encode(answers), embedder.encode(truths))
     parts.append(
-        _scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
+        scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
     )
     return _concat(parts)
 
@@ -247,7 +247,7 @@ def context_relevance_rows(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFr
     chunks = [text for items in contexts for text in items]
     questions = embedder.encode(rows["question"].astype(str).tolist())
     scores = context_relevance(questions, embedder.encode(chunks), owners)
-    judged = _scorer_rows(rows, "context_relevance", scores, embedder.model_name, np.isnan(scores))
+    judged = scorer_rows(rows, "context_relevance", scores, embedder.model_name, np.isnan(scores))
     return judged.assign(error=np.where(np.isnan(scores), "no contexts", None))
 
 
@@ -274,7 +274,7 @@ def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
             patterns[patterns.notna()].astype(str).tolist(),
         )
         parts.append(
-            _scorer_rows(rows, "regex_match", scores, TEXT_SCORERS["regex_match"], no_answer)
+            scorer_rows(rows, "regex_match", scores, TEXT_SCORERS["regex_match"], no_answer)
         )
     answered = frame[frame["answer"].notna()]
     if not answered.empty:
@@ -287,7 +287,7 @@ def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
         for metric in CITATION_METRICS:
             defined = citations[metric].notna().to_numpy()
             parts.append(
-                _scorer_rows(
+                scorer_rows(
                     answered[defined],
                     metric,
                     citations.loc[defined, metric].to_numpy(),
