@@ -263,3 +263,10 @@ def test_counts_are_honest_and_the_new_metrics_are_scored(demo: DemoRuns) -> Non
     assert scorecard.loc[("traffic", "production", "volume"), "value"] == 0  # no logs that day
     reference = scorecard.xs(("tier1_retrieval", "reference-rag"), level=["tier", "system"])
     assert reference.loc["hit_rate@3", "value"] > 0
+
+
+def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> None:
+    table = latest_metadata(demo, "e2e_quality")["correlations/reference-rag"].value
+    header = table.splitlines()[0]
+    for metric in ("context_precision", "faithfulness", "answer_relevance", "answer_correctness"):
+        assert metric in header

@@ -16,13 +16,21 @@ from rag_eval_pipeline.evaluation.generation import (
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
-from rag_eval_pipeline.metadata import summary_metadata
+from rag_eval_pipeline.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.metrics.correlation import correlation_matrix
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.partitions import evaluation_partitions
 from rag_eval_pipeline.resources import EmbedderResource, LLMResource, RagSystemResource
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 
 TIER = "tier3_e2e"
+CORRELATED_METRICS = (
+    "context_precision",
+    "context_recall",
+    "faithfulness",
+    "answer_relevance",
+    "answer_correctness",
+)
 E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", *NEEDS_GROUND_TRUTH)
 
 
@@ -153,5 +161,21 @@ def e2e_quality(
             )
         )
     summary = pd.concat(quality, ignore_index=True)
-    context.add_output_metadata(summary_metadata(summary))
+    context.add_output_metadata(
+        {**summary_metadata(summary), **correlation_metadata(e2e_judgments)}
+    )
     return summary
+
+
+def correlation_metadata(judgments: pd.DataFrame) -> dict[str, MetadataValue]:
+    """Per system, the Pearson correlation matrix of the RAGAS-style metrics over questions."""
+    wide = judgments.pivot_table(
+        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
+    )
+    metadata = {}
+    for system, rows in wide.groupby(level="system"):
+        matrix = correlation_matrix(rows, CORRELATED_METRICS)
+        if not matrix.empty:
+            table = matrix.reset_index(names="metric")
+            metadata[f"correlations/{system}"] = MetadataValue.md(markdown_table(table))
+    return metadata
