@@ -351,7 +351,10 @@ JUDGE_LABELS = TableSchema(
         Column("ground_truth_show", "bool", required=False, nullable=True),
     ),
     key=("label_id",),
-    prefixed=(Column("human_score_", "float", low=1, high=5),),
+    prefixed=tuple(
+        Column(f"human_{criterion}_", "float", low=1, high=5)
+        for criterion in ("score", "faithfulness", "relevance", "correctness", "overall")
+    ),
 )
 ANSWERS = TableSchema(
     "answers",
