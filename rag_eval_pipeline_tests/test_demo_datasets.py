@@ -197,3 +197,14 @@ def test_expected_patterns_match_their_ground_truth(version: str) -> None:
     assert len(with_pattern) >= 3
     for row in with_pattern.itertuples():
         assert re.search(row.expected_pattern, row.ground_truth_answer, re.IGNORECASE), row
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_judge_labels_carry_scores_per_criterion(version: str) -> None:
+    labels = pd.DataFrame(read_jsonl(DATASETS / version / "judge_labels.jsonl"))
+    for rater in ("rater_a", "rater_b"):
+        overall = labels[f"human_overall_{rater}"]
+        assert overall.equals(labels[f"human_score_{rater}"])
+        for criterion in ("faithfulness", "relevance", "correctness"):
+            scores = labels[f"human_{criterion}_{rater}"]
+            assert scores.isin(range(1, 6)).all() and (scores - overall).abs().max() == 1

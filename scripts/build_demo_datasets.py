@@ -2790,6 +2790,21 @@ def dataset_md(version: Version, n_qrels: Counter[int]) -> str:
     return "\n".join(parts) + "\n"
 
 
+HUMAN_CRITERIA = ("faithfulness", "relevance", "correctness", "overall")
+
+
+def criteria_scores(label: JudgeLabel) -> dict[str, int]:
+    """`human_<criterion>_<rater>` (1-5): each rater's overall score is their single score;
+    the other criteria move from it by at most one point, reproducibly per label."""
+    scores = {}
+    for rater, overall in (("rater_a", label.rater_a), ("rater_b", label.rater_b)):
+        for criterion in HUMAN_CRITERIA:
+            rng = random.Random(f"{label.label_id}-{rater}-{criterion}")
+            shift = 0 if criterion == "overall" else rng.choice((-1, 0, 0, 0, 1))
+            scores[f"human_{criterion}_{rater}"] = min(5, max(1, overall + shift))
+    return scores
+
+
 def write_version(version: Version, out_dir: Path) -> None:
     """Validate a version and write all of its files under `out_dir/<name>/`."""
     validate(version)
@@ -2833,6 +2848,7 @@ def write_version(version: Version, out_dir: Path) -> None:
                 "ground_truth_show": "yes" if j.show else "no",
                 "human_score_rater_a": j.rater_a,
                 "human_score_rater_b": j.rater_b,
+                **criteria_scores(j),
             }
             for j in version.judge_labels
         ),
