@@ -31,7 +31,7 @@ CORRELATED_METRICS = (
     "answer_relevance",
     "answer_correctness",
 )
-E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", *NEEDS_GROUND_TRUTH)
+E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
 
 
 @asset(

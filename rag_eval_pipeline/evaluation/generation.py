@@ -33,7 +33,7 @@ from rag_eval_pipeline.metrics.text import (
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
-REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
+REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas", "coherence")
 NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
 TEXT_SCORERS = {
     "rouge1_f": "rouge-score",
@@ -52,6 +52,9 @@ JUDGE_CALLS: dict[str, JudgeCall] = {
         f["question"].tolist(), f["contexts"].tolist(), f["answer"].tolist(), use_cache=c
     ),
     "answer_relevance": lambda j, f, c: j.answer_relevance(
+        f["question"].tolist(), f["answer"].tolist(), use_cache=c
+    ),
+    "coherence": lambda j, f, c: j.coherence(
         f["question"].tolist(), f["answer"].tolist(), use_cache=c
     ),
     "answer_relevance_ragas": lambda j, f, c: j.answer_relevance_ragas(
