@@ -274,7 +274,7 @@ def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> Non
 
 def test_rater_export_writes_the_next_labels_file(demo: DemoRuns) -> None:
     metadata = latest_metadata(demo, "rater_export")
-    exported = pd.read_csv(metadata["path"].value)
+    exported = pd.read_csv(metadata["csv_path"].value)
     assert len(exported) == metadata["n_tasks"].value == 20
     assert {"label_id", "question", "context", "answer", "human_overall_rater_b"} <= set(exported)
-    assert Path(metadata["path"].value).is_relative_to(demo.warehouse.parent)
+    assert Path(metadata["csv_path"].value).is_relative_to(demo.warehouse.parent)

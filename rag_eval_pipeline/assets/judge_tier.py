@@ -171,7 +171,7 @@ def rater_export(
     context.add_output_metadata(
         {
             "n_tasks": MetadataValue.int(len(tasks)),
-            "path": MetadataValue.path(str(path)),
+            "csv_path": MetadataValue.path(str(path)),
             "raters": MetadataValue.text(", ".join(config.raters)),
         }
     )

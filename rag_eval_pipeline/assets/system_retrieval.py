@@ -10,12 +10,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.assets.retrieval_tier import PLOTTED_METRICS, TIER
-from rag_eval_pipeline.evaluation.retrieval import (
-    evaluate_runs,
-    real_user_run,
-    system_under_test_run,
-    unknown_doc_ids,
-)
+from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
 from rag_eval_pipeline.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
@@ -38,8 +33,7 @@ def system_retrieval_metrics(
     e2e_generations: pd.DataFrame,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
-    run = system_under_test_run(e2e_generations)
-    per_query = evaluate_runs(run, dataset.qrels, real_user_run(dataset)[1])
+    run, per_query = evaluate_system_under_test(e2e_generations, dataset.qrels)
     metadata: dict[str, object] = {
         "n_rows": MetadataValue.int(len(per_query)),
         "n_retrieved": MetadataValue.int(len(run)),

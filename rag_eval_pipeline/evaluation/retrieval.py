@@ -136,6 +136,17 @@ def system_under_test_run(generations: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def evaluate_system_under_test(
+    generations: pd.DataFrame,
+    qrels: pd.DataFrame,
+    metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run of the system under test (:func:`system_under_test_run`) and its per-query
+    metrics against the version's `qrels` (:func:`evaluate_runs`)."""
+    run = system_under_test_run(generations)
+    return run, evaluate_runs(run, qrels, qrels.iloc[:0], metrics)
+
+
 def unknown_doc_ids(runs: pd.DataFrame, corpus_ids: set[str], examples: int = 5) -> pd.DataFrame:
     """Per system, retrieved ids that are not in the corpus: count and the first `examples`.
 

@@ -312,6 +312,19 @@ def _parse_rubric(text: str) -> dict[str, Any]:
     return {"score": score, "reason": reason}
 
 
+def _question_answer_requests(
+    questions: Sequence[str], answers: Sequence[str], prompt: Callable[[str, str], Messages]
+) -> list[Messages | _Skip]:
+    """One `prompt(question, answer)` per row, or a skip naming the missing input."""
+    aligned(questions=questions, answers=answers)
+    requests: list[Messages | _Skip] = []
+    for question, answer in zip(questions, answers, strict=True):
+        question, answer = as_text(question), as_text(answer)
+        problem = missing_input(question=question) or missing_answer(answer)
+        requests.append(_Skip(problem) if problem else prompt(question, answer))
+    return requests
+
+
 COHERENCE_LOW, COHERENCE_HIGH = 1.0, 5.0
 
 
@@ -384,14 +397,7 @@ class LLMJudge:
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
         """A 0–1 rubric score of how directly the answer addresses the question."""
-        aligned(questions=questions, answers=answers)
-        requests: list[Messages | _Skip] = []
-        for question, answer in zip(questions, answers, strict=True):
-            question, answer = as_text(question), as_text(answer)
-            problem = missing_input(question=question) or missing_answer(answer)
-            requests.append(
-                _Skip(problem) if problem else answer_relevance_prompt(question, answer)
-            )
+        requests = _question_answer_requests(questions, answers, answer_relevance_prompt)
         calls = self._ask(requests, use_cache, _parse_rubric)
         return self._frame("answer_relevance", calls, lambda _, payload: _rubric(payload))
 
@@ -399,12 +405,7 @@ class LLMJudge:
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
         """The answer's logical flow rated 1–5 by the LLM, scaled to 0–1 ((s − 1) / 4)."""
-        aligned(questions=questions, answers=answers)
-        requests: list[Messages | _Skip] = []
-        for question, answer in zip(questions, answers, strict=True):
-            question, answer = as_text(question), as_text(answer)
-            problem = missing_input(question=question) or missing_answer(answer)
-            requests.append(_Skip(problem) if problem else coherence_prompt(question, answer))
+        requests = _question_answer_requests(questions, answers, coherence_prompt)
         calls = self._ask(requests, use_cache, _parse_coherence)
         return self._frame("coherence", calls, lambda _, payload: _rubric(payload))
 

@@ -336,14 +336,7 @@ class OfflineJudge:
             else:
                 cosine = _cosine(question_vectors[i], answer_vectors[i])
                 score, reason = min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}"
-            rows.append(
-                {
-                    "score": score,
-                    "error": None,
-                    "raw_reply": _dumps({"score": score, "reason": reason}),
-                    "reason": reason,
-                }
-            )
+            rows.append(_rubric_row(score, reason))
         return self._frame("answer_relevance", rows, start)
 
     @remembered
@@ -367,15 +360,7 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            score, reason = consecutive_coherence(embedded.vectors)
-            rows.append(
-                {
-                    "score": score,
-                    "error": None,
-                    "raw_reply": _dumps({"score": score, "reason": reason}),
-                    "reason": reason,
-                }
-            )
+            rows.append(_rubric_row(*consecutive_coherence(embedded.vectors)))
         return self._frame("coherence", rows, start)
 
     @remembered
@@ -653,6 +638,16 @@ class OfflineJudge:
             "cost_usd": 0.0,
         }
         return judgment_frame(metric, [row | common for row in rows])
+
+
+def _rubric_row(score: float, reason: str) -> dict[str, Any]:
+    """A scored row with its reason, and the JSON an LLM judge's rubric reply would be."""
+    return {
+        "score": score,
+        "error": None,
+        "raw_reply": _dumps({"score": score, "reason": reason}),
+        "reason": reason,
+    }
 
 
 def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:
