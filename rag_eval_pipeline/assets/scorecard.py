@@ -22,6 +22,11 @@ HEADLINE_METRICS = (
     "consistency_score",
     "f1_score",
     "cache_hit_rate",
+    "avg_composite",
+    "avg_context_relevance",
+    "volume",
+    "avg_satisfaction",
+    "avg_cost_usd",
 )
 
 
