@@ -50,3 +50,11 @@ def test_exact_name_wins_over_the_longest_pattern(tmp_path: Path) -> None:
     assert thresholds.rule("kappa_judge_vs_y", "v")["good"] == 0.4
     assert thresholds.rule("kappa_a_vs_b", "v")["good"] == 0.6
     assert "good" not in thresholds.rule("weighted_kappa_a_vs_b", "v")
+
+
+def test_traffic_costs_are_lower_is_better_and_volume_tolerates_swings() -> None:
+    thresholds = Thresholds.load(THRESHOLDS_FILE)
+    assert thresholds.rule("avg_cost_usd", "v")["higher_is_better"] is False
+    assert thresholds.rule("total_cost_usd", "v")["higher_is_better"] is False
+    assert thresholds.rule("volume", "v")["regression"] == 0.5
+    assert thresholds.rule("retrieval_latency_p95_ms", "v")["higher_is_better"] is False
