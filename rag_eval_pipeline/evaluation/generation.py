@@ -33,7 +33,7 @@ from rag_eval_pipeline.metrics.text import (
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
-REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas", "coherence")
+REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
 NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
 TEXT_SCORERS = {
     "rouge1_f": "rouge-score",
