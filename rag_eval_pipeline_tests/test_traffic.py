@@ -18,6 +18,7 @@ from rag_eval_pipeline.assets.traffic_tier import (
     traffic_metrics,
     traffic_quality,
 )
+from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding.embedder import Embedder
@@ -221,3 +222,8 @@ def test_judged_sample_is_seeded_and_takes_all_when_fewer() -> None:
     chosen = np.sort(np.random.default_rng(5).choice(8, 3, replace=False))
     assert sample["query_id"].tolist() == everything["query_id"].iloc[chosen].tolist()
     assert judged_sample(interactions, corpus, 3, seed=5).equals(sample)
+
+
+def test_traffic_judgments_carry_the_judge_error_rate_check() -> None:
+    checked = {key.asset_key.to_user_string() for check in ALL_CHECKS for key in check.check_keys}
+    assert "traffic_judgments" in checked
