@@ -112,4 +112,5 @@ ALL_CHECKS = [
     scorecard_regressions,
     judge_error_rate_check("generation_judgments"),
     judge_error_rate_check("e2e_judgments"),
+    judge_error_rate_check("traffic_judgments"),
 ]

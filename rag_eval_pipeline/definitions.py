@@ -14,6 +14,8 @@ from rag_eval_pipeline.assets import (
     report,
     retrieval_tier,
     scorecard,
+    system_retrieval,
+    traffic_tier,
     ux_tier,
 )
 from rag_eval_pipeline.checks import ALL_CHECKS
@@ -47,8 +49,10 @@ TIER_MODULES = [
     retrieval_tier,
     generation_tier,
     e2e_tier,
+    system_retrieval,
     judge_tier,
     ux_tier,
+    traffic_tier,
     scorecard,
     report,
     comparison,

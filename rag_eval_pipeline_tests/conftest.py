@@ -67,8 +67,14 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
 
 
 def report_config(tmp_path: Path) -> dict:
-    """Run config sending the HTML report under `tmp_path` instead of the project's data/."""
-    return {"ops": {"evaluation_report": {"config": {"reports_dir": str(tmp_path / "reports")}}}}
+    """Run config sending the HTML report and the raters' CSV under `tmp_path` instead of
+    the project's data/."""
+    return {
+        "ops": {
+            "evaluation_report": {"config": {"reports_dir": str(tmp_path / "reports")}},
+            "rater_export": {"config": {"exports_dir": str(tmp_path / "rater_tasks")}},
+        }
+    }
 
 
 CLI_TIMEOUT_S = 300

@@ -174,3 +174,37 @@ def test_demo_v2_extends_demo_v1() -> None:
     assert 0 < len(changed) <= 10
     for row in changed.itertuples():
         assert f"{row.query_id} / {row.doc_id}:" in notes  # every correction is documented
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_logs_carry_production_traffic_columns(version: str) -> None:
+    logs = pd.DataFrame(read_jsonl(DATASETS / version / "logs.jsonl"))
+    days = pd.to_datetime(logs["timestamp"]).dt.date
+    assert days.nunique() >= 3  # the traffic tier has several daily partitions
+    split = logs["retrieval_latency_ms"] + logs["generation_latency_ms"]
+    assert (split - logs["latency_ms"]).abs().max() < 0.11  # rounding to 0.1 ms
+    assert logs["contexts"].map(len).eq(3).all()
+    assert (logs["prompt_tokens"] > 0).all() and (logs["completion_tokens"] > 0).all()
+    assert 0 < logs["error"].notna().sum() < len(logs) // 4
+    assert {"up", "down"} <= set(logs["feedback"].dropna())
+    assert logs["feedback"].isna().any()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_expected_patterns_match_their_ground_truth(version: str) -> None:
+    queries = pd.DataFrame(read_jsonl(DATASETS / version / "queries.jsonl"))
+    with_pattern = queries.dropna(subset=["expected_pattern"])
+    assert len(with_pattern) >= 3
+    for row in with_pattern.itertuples():
+        assert re.search(row.expected_pattern, row.ground_truth_answer, re.IGNORECASE), row
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_judge_labels_carry_scores_per_criterion(version: str) -> None:
+    labels = pd.DataFrame(read_jsonl(DATASETS / version / "judge_labels.jsonl"))
+    for rater in ("rater_a", "rater_b"):
+        overall = labels[f"human_overall_{rater}"]
+        assert overall.equals(labels[f"human_score_{rater}"])
+        for criterion in ("faithfulness", "relevance", "correctness"):
+            scores = labels[f"human_{criterion}_{rater}"]
+            assert scores.isin(range(1, 6)).all() and (scores - overall).abs().max() == 1

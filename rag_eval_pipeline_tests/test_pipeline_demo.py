@@ -35,6 +35,7 @@ from rag_eval_pipeline.resources import (
 )
 from rag_eval_pipeline.sensors import regression_alert_sensor
 from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
     SHIPPED_STORAGE,
     evaluation_resources,
     report_config,
@@ -110,6 +111,7 @@ def test_scorecard_has_every_tier_and_the_named_metrics(demo: DemoRuns) -> None:
         "judge_reliability",
         "show_judge",
         "ux",
+        "traffic",
         "dataset",
     } == set(scorecard["tier"])
     assert {
@@ -154,7 +156,14 @@ def test_scorecard_has_every_tier_and_the_named_metrics(demo: DemoRuns) -> None:
         "multi_turn_consistency",
     } <= metrics
     systems = set(scorecard.loc[scorecard["tier"] == "tier1_retrieval", "system"])
-    assert systems == {"dense", "bm25", "hybrid-rrf", "production-bm25", "real-users"}
+    assert systems == {
+        "dense",
+        "bm25",
+        "hybrid-rrf",
+        "production-bm25",
+        "real-users",
+        "reference-rag",  # the system under test's own retrieval (issue 16)
+    }
     assert scorecard["value"].notna().all()
     banded = scorecard.dropna(subset=["band"])
     assert set(banded["band"]) <= {"excellent", "good", "needs attention"}
@@ -219,6 +228,7 @@ def test_sensor_alerts_exactly_the_degraded_systems_once(demo: DemoRuns) -> None
             ("tier1_retrieval", "dense"),
             ("tier1_retrieval", "bm25"),
             ("tier1_retrieval", "hybrid-rrf"),
+            ("tier1_retrieval", "reference-rag"),  # its own retrieval lost its best documents
             ("tier3_e2e", "reference-rag"),
         }
         for system in ("dense", "bm25", "hybrid-rrf"):
@@ -238,3 +248,33 @@ def test_sensor_alerts_exactly_the_degraded_systems_once(demo: DemoRuns) -> None
         assert len(receiver.bodies) == 1
     finally:
         receiver.server.shutdown()
+
+
+def test_counts_are_honest_and_the_new_metrics_are_scored(demo: DemoRuns) -> None:
+    scorecard = read(demo, "evaluation_scorecard").set_index(["tier", "system", "metric"])
+    labels = pd.read_json(DATASETS_DIR / VERSION / "judge_labels.jsonl", lines=True)
+    logs = pd.read_json(DATASETS_DIR / VERSION / "logs.jsonl", lines=True)
+    kappa = scorecard.xs("kappa_judge_vs_rater_a", level="metric")
+    assert kappa["count"].tolist() == [labels["human_score_rater_a"].notna().sum()]
+    assert scorecard.loc[("ux", "real-users", "cache_hit_rate"), "count"] == len(logs)
+    e2e = scorecard.xs("tier3_e2e", level="tier")
+    for metric in ("avg_context_relevance", "avg_exact_match", "avg_citation_recall"):
+        assert 0 <= e2e.loc[("reference-rag", metric), "value"] <= 1, metric
+    assert scorecard.loc[("traffic", "production", "volume"), "value"] == 0  # no logs that day
+    reference = scorecard.xs(("tier1_retrieval", "reference-rag"), level=["tier", "system"])
+    assert reference.loc["hit_rate@3", "value"] > 0
+
+
+def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> None:
+    table = latest_metadata(demo, "e2e_quality")["correlations/reference-rag"].value
+    header = table.splitlines()[0]
+    for metric in ("context_precision", "faithfulness", "answer_relevance", "answer_correctness"):
+        assert metric in header
+
+
+def test_rater_export_writes_the_next_labels_file(demo: DemoRuns) -> None:
+    metadata = latest_metadata(demo, "rater_export")
+    exported = pd.read_csv(metadata["csv_path"].value)
+    assert len(exported) == metadata["n_tasks"].value == 20
+    assert {"label_id", "question", "context", "answer", "human_overall_rater_b"} <= set(exported)
+    assert Path(metadata["csv_path"].value).is_relative_to(demo.warehouse.parent)

@@ -161,7 +161,19 @@ def test_exact_match() -> None:
 def test_regex_match() -> None:
     predictions = ["It was in 1969.", "PARIS", "line one\nParis", "Parisian"]
     patterns = [r"19[56]9", r"paris", r"^paris$", r"\bparis\b"]
-    np.testing.assert_array_equal(regex_match(predictions, patterns), [1.0, 1.0, 1.0, 0.0])
+    # whole-output semantics: ^/$ never anchor at an inner line break (issue 16)
+    np.testing.assert_array_equal(regex_match(predictions, patterns), [1.0, 1.0, 0.0, 0.0])
+
+
+def test_regex_match_anchors_the_whole_output() -> None:
+    pattern = r"^\d{3}-\d{3}-\d{4}$"
+    predictions = [
+        "555-123-4567",
+        "call me\n555-123-4567",
+        "555-123-4567\nthanks",
+        "555-123-4567\n",
+    ]
+    np.testing.assert_array_equal(regex_match(predictions, [pattern] * 4), [1.0, 0.0, 0.0, 1.0])
 
 
 def test_citation_scores_hand_cases() -> None:

@@ -34,6 +34,15 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "data" / "datasets"
 RUN_TAG = "production-bm25"
 RUN_DEPTH = 10
 LOG_DEPTH = 5
+LOG_CONTEXTS = 3  # retrieved documents the logged system gave its generator
+LOG_MODEL = "gpt-4o-mini"  # the logged system's generator, for token pricing
+# Regex checks of a few answers (whole-output semantics, case-insensitive)
+EXPECTED_PATTERNS = {
+    "q001": r"\b1st\b",
+    "q002": r"^no\b",
+    "q003": r"\$49\b",
+    "q004": r"^no\b",
+}
 BM25_K1 = 1.2
 BM25_B = 0.75
 
@@ -2499,11 +2508,42 @@ def latency_ms(log_id: str, n_retrieved: int) -> float:
     return round(180.0 + 25.0 * n_retrieved + rng.lognormvariate(6.2, 0.35), 1)
 
 
-def log_rows(entries: list[LogEntry], index: BM25) -> list[dict[str, Any]]:
-    """Log records with the BM25 top-5 retrieval and a latency for each entry."""
+def retrieval_latency_ms(log_id: str, n_retrieved: int) -> float:
+    """The retrieval part of the latency (the rest is generation), reproducible."""
+    rng = random.Random(f"{log_id}-retrieval")
+    return round(120.0 + 25.0 * n_retrieved + rng.uniform(0.0, 60.0), 1)
+
+
+def feedback(log_id: str) -> str | None:
+    """Thumbs up/down or a 1-5 rating for about 85% of the interactions, reproducible."""
+    draw = random.Random(f"{log_id}-feedback").random()
+    if draw < 0.55:
+        return "up"
+    if draw < 0.68:
+        return "down"
+    if draw < 0.85:
+        return str(1 + int((draw - 0.68) / 0.17 * 5))
+    return None
+
+
+def token_count(*texts: str) -> int:
+    """A rough token count (1.3 per word), the order of magnitude a tokenizer gives."""
+    return round(1.3 * sum(len(text.split()) for text in texts))
+
+
+def log_rows(entries: list[LogEntry], index: BM25, docs: list[Doc]) -> list[dict[str, Any]]:
+    """Log records for each entry: the BM25 top-5 retrieval, the top-3 texts given to the
+    generator as contexts, latencies (total, retrieval, generation), tokens of the generator
+    (`LOG_MODEL`, priced by litellm), user feedback, and an `error` for about 1 in 20 (a
+    reranker timeout: the answer came from the first-stage retrieval)."""
+    texts = {d.doc_id: d.text for d in docs}
     rows = []
     for e in entries:
         retrieved = [doc_id for doc_id, _ in index.search(e.question, LOG_DEPTH)]
+        contexts = [texts[d] for d in retrieved[:LOG_CONTEXTS]]
+        total = latency_ms(e.log_id, len(retrieved))
+        retrieval = min(retrieval_latency_ms(e.log_id, len(retrieved)), total)
+        failed = random.Random(f"{e.log_id}-error").random() < 0.05
         rows.append(
             {
                 "log_id": e.log_id,
@@ -2512,8 +2552,18 @@ def log_rows(entries: list[LogEntry], index: BM25) -> list[dict[str, Any]]:
                 "question": e.question,
                 "answer": e.answer,
                 "retrieved_doc_ids": retrieved,
+                "contexts": contexts,
                 "shown_doc_id": e.shown_doc_id,
-                "latency_ms": latency_ms(e.log_id, len(retrieved)),
+                "latency_ms": total,
+                "retrieval_latency_ms": retrieval,
+                "generation_latency_ms": round(total - retrieval, 1),
+                "error": "reranker timed out; answered from first-stage retrieval"
+                if failed
+                else None,
+                "model": LOG_MODEL,
+                "prompt_tokens": token_count(e.question, *contexts),
+                "completion_tokens": token_count(e.answer),
+                "feedback": feedback(e.log_id),
             }
         )
     return rows
@@ -2576,7 +2626,7 @@ def build_versions() -> list[Version]:
     v1_index = BM25(CORPUS_V1)
     corpus_v2 = CORPUS_V1 + CORPUS_V2_NEW
     v2_index = BM25(corpus_v2)
-    v1_logs = log_rows(LOGS_V1, v1_index)
+    v1_logs = log_rows(LOGS_V1, v1_index, CORPUS_V1)
     v1 = Version(
         name="demo-v1",
         docs=CORPUS_V1,
@@ -2594,7 +2644,7 @@ def build_versions() -> list[Version]:
         name="demo-v2",
         docs=corpus_v2,
         queries=apply_v2_changes(QUERIES_V1) + QUERIES_V2_NEW,
-        logs=v1_logs + log_rows(LOGS_V2_NEW, v2_index),
+        logs=v1_logs + log_rows(LOGS_V2_NEW, v2_index, corpus_v2),
         judge_labels=apply_judge_changes(JUDGE_LABELS_V1) + JUDGE_LABELS_V2_NEW,
         description=(
             "The second release of the Nimbus Cloud help-center dataset: demo-v1 plus the "
@@ -2740,6 +2790,21 @@ def dataset_md(version: Version, n_qrels: Counter[int]) -> str:
     return "\n".join(parts) + "\n"
 
 
+HUMAN_CRITERIA = ("faithfulness", "relevance", "correctness", "overall")
+
+
+def criteria_scores(label: JudgeLabel) -> dict[str, int]:
+    """`human_<criterion>_<rater>` (1-5): each rater's overall score is their single score;
+    the other criteria move from it by at most one point, reproducibly per label."""
+    scores = {}
+    for rater, overall in (("rater_a", label.rater_a), ("rater_b", label.rater_b)):
+        for criterion in HUMAN_CRITERIA:
+            rng = random.Random(f"{label.label_id}-{rater}-{criterion}")
+            shift = 0 if criterion == "overall" else rng.choice((-1, 0, 0, 0, 1))
+            scores[f"human_{criterion}_{rater}"] = min(5, max(1, overall + shift))
+    return scores
+
+
 def write_version(version: Version, out_dir: Path) -> None:
     """Validate a version and write all of its files under `out_dir/<name>/`."""
     validate(version)
@@ -2761,6 +2826,7 @@ def write_version(version: Version, out_dir: Path) -> None:
                 "ground_truth_answer": q.answer,
                 "session_id": q.session_id,
                 "turn": q.turn,
+                "expected_pattern": EXPECTED_PATTERNS.get(q.query_id),
             }
             for q in version.queries
         ),
@@ -2782,6 +2848,7 @@ def write_version(version: Version, out_dir: Path) -> None:
                 "ground_truth_show": "yes" if j.show else "no",
                 "human_score_rater_a": j.rater_a,
                 "human_score_rater_b": j.rater_b,
+                **criteria_scores(j),
             }
             for j in version.judge_labels
         ),

@@ -11,9 +11,11 @@ from rag_eval_pipeline.assets.skipping import skipped
 from rag_eval_pipeline.evaluation.comparison import (
     COMPARISON_COLUMNS,
     VERDICTS,
+    composite_winner,
     load_plan,
     run_comparison,
 )
+from rag_eval_pipeline.evaluation.composite import COMPOSITE, load_weights
 from rag_eval_pipeline.evaluation.result_cache import result_key
 from rag_eval_pipeline.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.partitions import evaluation_partitions
@@ -42,6 +44,21 @@ def variants_path(variants_file: str) -> Path:
     """`variants_file` as given when absolute, else relative to the project root."""
     path = Path(variants_file)
     return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+def winner_metadata(comparison: pd.DataFrame, baseline: str) -> dict[str, MetadataValue]:
+    """The composite winner and its paired delta/CI vs the baseline, when composite is compared."""
+    if COMPOSITE not in set(comparison["metric"]):
+        return {}
+    winner = composite_winner(comparison, baseline)
+    return {
+        "composite_winner": MetadataValue.text(winner["winner"]),
+        "composite_delta": MetadataValue.float(winner["delta"]),
+        "composite_ci_low": MetadataValue.float(winner["ci_low"]),
+        "composite_ci_high": MetadataValue.float(winner["ci_high"]),
+        "composite_p_value": MetadataValue.float(winner["p_value"]),
+        "composite_compared_with": MetadataValue.text(winner["compared_with"]),
+    }
 
 
 def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
@@ -92,6 +109,7 @@ def system_comparison(
             "embedder": embedder.identity,
             "generator": generator_llm.identity,
             "judge": judge_llm.identity,
+            "composite": load_weights(),
         }
         key = result_key("system_comparison", golden_dataset, parameters)
         comparison = cache.get(key)
@@ -110,6 +128,7 @@ def system_comparison(
                 for verdict in VERDICTS
             },
             "baseline": MetadataValue.text(plan.baseline),
+            **winner_metadata(comparison, plan.baseline),
             "variants": MetadataValue.text(", ".join(v.name for v in plan.variants)),
             "variants_file": MetadataValue.path(str(path)),
             "result_cache": MetadataValue.text(cache_status),

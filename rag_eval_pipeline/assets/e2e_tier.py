@@ -6,21 +6,32 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.assets.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.assets.skipping import skipped
+from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
+    answer_checks,
+    context_relevance_rows,
     judge_answers,
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
-from rag_eval_pipeline.metadata import summary_metadata
+from rag_eval_pipeline.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.metrics.correlation import correlation_matrix
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.partitions import evaluation_partitions
 from rag_eval_pipeline.resources import EmbedderResource, LLMResource, RagSystemResource
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 
 TIER = "tier3_e2e"
-E2E_JUDGE_METRICS = ("faithfulness", *NEEDS_GROUND_TRUTH)
+CORRELATED_METRICS = (
+    "context_precision",
+    "context_recall",
+    "faithfulness",
+    "answer_relevance",
+    "answer_correctness",
+)
+E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
 
 
 @asset(
@@ -80,12 +91,17 @@ def e2e_generations(
     group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
-        "One row per (question, metric): judge E2E usefulness, faithfulness, RAGAS context "
-        "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity."
+        "One row per (question, metric): judge E2E usefulness, faithfulness, answer "
+        "relevance, RAGAS context "
+        "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity; "
+        "context relevance (mean question–chunk cosine); exact match, regex match against "
+        "the queries' expected_pattern, citation precision/recall/F1 of [n] markers; the "
+        "composite score (config/composite.yaml)."
     ),
 )
 def e2e_judgments(
     context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
     e2e_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
@@ -100,13 +116,18 @@ def e2e_judgments(
         [
             judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
             reference_scores(e2e_generations, model),
+            context_relevance_rows(e2e_generations, model),
+            answer_checks(e2e_generations, as_dataset(context, golden_dataset)),
         ],
         ignore_index=True,
     )
+    weights = load_weights()
+    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
     context.add_output_metadata(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "composite": MetadataValue.text(describe(weights)),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )
@@ -141,5 +162,21 @@ def e2e_quality(
             )
         )
     summary = pd.concat(quality, ignore_index=True)
-    context.add_output_metadata(summary_metadata(summary))
+    context.add_output_metadata(
+        {**summary_metadata(summary), **correlation_metadata(e2e_judgments)}
+    )
     return summary
+
+
+def correlation_metadata(judgments: pd.DataFrame) -> dict[str, MetadataValue]:
+    """Per system, the Pearson correlation matrix of the RAGAS-style metrics over questions."""
+    wide = judgments.pivot_table(
+        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
+    )
+    metadata = {}
+    for system, rows in wide.groupby(level="system"):
+        matrix = correlation_matrix(rows, CORRELATED_METRICS)
+        if not matrix.empty:
+            table = matrix.reset_index(names="metric")
+            metadata[f"correlations/{system}"] = MetadataValue.md(markdown_table(table))
+    return metadata

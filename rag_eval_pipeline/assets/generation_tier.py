@@ -6,6 +6,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.assets.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.assets.skipping import skipped
+from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     REFERENCE_FREE,
@@ -64,7 +65,8 @@ def ideal_context_generations(
     kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): LLM-judge faithfulness and answer relevance (rubric "
-        "and RAGAS variant), ROUGE-1/2/L F1, sentence BLEU and semantic similarity."
+        "and RAGAS variant), ROUGE-1/2/L F1, sentence BLEU, exact match, semantic "
+        "similarity, and the composite score (config/composite.yaml)."
     ),
 )
 def generation_judgments(
@@ -81,11 +83,14 @@ def generation_judgments(
     judgments = pd.concat(
         [judged, reference_scores(ideal_context_generations, model)], ignore_index=True
     )
+    weights = load_weights()
+    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
     context.add_output_metadata(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
             "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
+            "composite": MetadataValue.text(describe(weights)),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )

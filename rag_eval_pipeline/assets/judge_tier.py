@@ -1,11 +1,14 @@
 """Judging the judges: reliability on repeated judgments, agreement with humans, show/hide."""
 
+from pathlib import Path
+
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from pydantic import Field
 
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.assets.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.assets.report import write_text_atomically
 from rag_eval_pipeline.assets.skipping import skipped
 from rag_eval_pipeline.evaluation.judging import (
     agreement_values,
@@ -15,10 +18,12 @@ from rag_eval_pipeline.evaluation.judging import (
     show_decisions,
     show_judge_values,
 )
+from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values
 from rag_eval_pipeline.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.partitions import evaluation_partitions
+from rag_eval_pipeline.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.settings import REPORTS_DIR
 
 RELIABILITY_TIER = "judge_reliability"
 SHOW_JUDGE_TIER = "show_judge"
@@ -62,11 +67,16 @@ def judge_reliability(
     repeats = repeated_judgments(sample, judge, config.metrics, config.repetitions)
     values = reliability_values(repeats, config.delta)
     metadata = {}
+    parts = [single_values(values, RELIABILITY_TIER, judge.judge_model, count=len(sample))]
     if dataset.judge_labels is not None:
         agreement = human_agreement(dataset.judge_labels, judge)
-        values.update(agreement_values(agreement))
         metadata["human_agreement"] = MetadataValue.md(markdown_table(agreement))
-    quality = single_values(values, RELIABILITY_TIER, judge.judge_model, count=len(sample))
+        # each agreement row counts the labels both raters scored, not the re-judged sample
+        parts.extend(
+            single_values(pair_values, RELIABILITY_TIER, judge.judge_model, count=n_labels)
+            for n_labels, pair_values in agreement_values(agreement)
+        )
+    quality = pd.concat(parts, ignore_index=True)
     context.add_output_metadata(
         {
             **summary_metadata(quality),
@@ -127,3 +137,42 @@ def show_judge_quality(
         }
     )
     return quality
+
+
+class RaterExportConfig(Config):
+    """How many of the day's answers go to the raters, the seed, who rates, and where the CSV
+    is written (`<exports_dir>/<dataset_version>/<date>.csv`)."""
+
+    sample_size: int = 20
+    seed: int = 0
+    raters: list[str] = Field(default_factory=lambda: ["rater_a", "rater_b"])
+    exports_dir: str = str(REPORTS_DIR / "rater_tasks")
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="5_judges",
+    kinds={"pandas", "csv"},
+    description=(
+        "A seeded sample of the day's end-to-end answers (question, retrieved contexts, "
+        "answer) as a CSV for human raters, with empty human_<criterion>_<rater> columns: "
+        "filled in, it is the next judge_labels file."
+    ),
+)
+def rater_export(
+    context: AssetExecutionContext, config: RaterExportConfig, e2e_generations: pd.DataFrame
+) -> pd.DataFrame:
+    version, day = partition_parts(context)
+    if e2e_generations.empty:
+        return skipped(context, "no end-to-end answers to rate", pd.DataFrame(columns=["label_id"]))
+    tasks = rater_tasks(e2e_generations, config.sample_size, config.seed, config.raters, day)
+    path = Path(config.exports_dir) / version / f"{day}.csv"
+    write_text_atomically(tasks.drop(columns=["system", "query_id"]).to_csv(index=False), path)
+    context.add_output_metadata(
+        {
+            "n_tasks": MetadataValue.int(len(tasks)),
+            "csv_path": MetadataValue.path(str(path)),
+            "raters": MetadataValue.text(", ".join(config.raters)),
+        }
+    )
+    return tasks

@@ -22,6 +22,11 @@ HEADLINE_METRICS = (
     "consistency_score",
     "f1_score",
     "cache_hit_rate",
+    "avg_composite",
+    "avg_context_relevance",
+    "volume",
+    "avg_satisfaction",
+    "avg_cost_usd",
 )
 
 
@@ -54,9 +59,11 @@ def evaluation_scorecard(
     retrieval_quality: pd.DataFrame,
     generation_quality: pd.DataFrame,
     e2e_quality: pd.DataFrame,
+    system_retrieval_quality: pd.DataFrame,
     judge_reliability: pd.DataFrame,
     show_judge_quality: pd.DataFrame,
     ux_metrics: pd.DataFrame,
+    traffic_quality: pd.DataFrame,
 ) -> pd.DataFrame:
     version, day = partition_parts(context)
     stats = as_dataset(context, golden_dataset).statistics()
@@ -65,11 +72,13 @@ def evaluation_scorecard(
         dataset_rows,
         embedding_quality,
         retrieval_quality,
+        system_retrieval_quality,
         generation_quality,
         e2e_quality,
         judge_reliability,
         show_judge_quality,
         ux_metrics,
+        traffic_quality,
     ]
     scorecard = build_scorecard(qualities, version, day, Thresholds.load(config.thresholds_file))
     attention = scorecard[scorecard["band"] == NEEDS_ATTENTION]

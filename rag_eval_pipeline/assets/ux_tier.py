@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, Config, asset
 
 from rag_eval_pipeline.assets.dataset import as_dataset
 from rag_eval_pipeline.evaluation.summaries import single_values
-from rag_eval_pipeline.evaluation.ux import ux_values
+from rag_eval_pipeline.evaluation.ux import arrival_ordered_questions, ux_values
 from rag_eval_pipeline.metadata import summary_metadata
 from rag_eval_pipeline.partitions import evaluation_partitions
 from rag_eval_pipeline.resources import EmbedderResource
@@ -40,9 +40,14 @@ def ux_metrics(
     values = ux_values(
         dataset.queries, dataset.logs, e2e_generations, embedder.get(), config.cache_threshold
     )
+    # each stream counts its own questions (the real-users stream: its logs)
+    counts = {
+        stream: len(questions)
+        for stream, questions in arrival_ordered_questions(dataset.queries, dataset.logs).items()
+    }
     quality = pd.concat(
         [
-            single_values(v, TIER, system, count=len(dataset.queries))
+            single_values(v, TIER, system, count=counts.get(system, len(dataset.queries)))
             for system, v in values.items()
         ],
         ignore_index=True,

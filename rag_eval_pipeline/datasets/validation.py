@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.metrics.traffic import satisfaction_scores
 
 MAX_ROWS_PER_ISSUE = 5
 MAX_TEXT_CHARS = 1_000_000
@@ -35,7 +36,9 @@ class Column:
     """The expected type and range of one column."""
 
     name: str
-    kind: str  # id | text | int | float | bool | list (of ids) | texts (list of texts)
+    kind: (
+        str  # id | text | int | float | bool | list (of ids) | texts | timestamp | feedback | regex
+    )
     required: bool = True
     nullable: bool = False
     low: float | None = None
@@ -346,6 +349,33 @@ def _coerce_texts(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np
     return parsed.astype(object), bad
 
 
+def _coerce_timestamp(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """ISO 8601 date-times to tz-aware UTC; a value without an offset is read as UTC."""
+    text = values.map(lambda v: None if is_missing(v) else str(v))
+    parsed = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    return parsed, ~missing & parsed.isna().to_numpy()
+
+
+def _coerce_feedback(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """Thumbs up/down or a 1–5 rating, to satisfaction in [0, 1] (`satisfaction_scores`)."""
+    scores = satisfaction_scores(values.where(~missing, None).tolist())
+    return pd.Series(scores, index=values.index), ~missing & np.isnan(scores)
+
+
+def _coerce_regex(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
+    """A text that compiles as a Python regular expression."""
+
+    def compiles(value: object) -> bool:
+        try:
+            re.compile(str(value))
+        except re.error:
+            return False
+        return isinstance(value, str) and bool(value.strip())
+
+    valid = values.map(lambda v: is_missing(v) or compiles(v)).to_numpy(dtype=bool)
+    return values.astype(object), ~missing & ~valid
+
+
 COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {
     "id": _coerce_id,
     "text": _coerce_text,
@@ -354,6 +384,9 @@ COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarra
     "bool": _coerce_bool,
     "list": _coerce_list,
     "texts": _coerce_texts,
+    "timestamp": _coerce_timestamp,
+    "feedback": _coerce_feedback,
+    "regex": _coerce_regex,
 }
 
 CORPUS = TableSchema(
@@ -374,6 +407,7 @@ QUERIES = TableSchema(
         Column("ground_truth_answer", "text", required=False, nullable=True),
         Column("session_id", "id", required=False, nullable=True),
         Column("turn", "int", required=False, nullable=True, low=1),
+        Column("expected_pattern", "regex", required=False, nullable=True),
     ),
     key=("query_id",),
 )
@@ -393,6 +427,19 @@ RUNS = TableSchema(
     ),
     key=("system", "query_id", "doc_id"),
 )
+# Optional production-traffic columns of `logs.*` (the traffic tier).
+TRAFFIC_COLUMNS = (
+    Column("timestamp", "timestamp", required=False, nullable=True),
+    Column("retrieval_latency_ms", "float", required=False, nullable=True, low=0),
+    Column("generation_latency_ms", "float", required=False, nullable=True, low=0),
+    Column("error", "text", required=False, nullable=True),
+    Column("cost_usd", "float", required=False, nullable=True, low=0),
+    Column("model", "id", required=False, nullable=True),
+    Column("prompt_tokens", "float", required=False, nullable=True, low=0),
+    Column("completion_tokens", "float", required=False, nullable=True, low=0),
+    Column("feedback", "feedback", required=False, nullable=True),
+    Column("contexts", "list", required=False, nullable=True),
+)
 LOGS = TableSchema(
     "logs",
     (
@@ -403,6 +450,7 @@ LOGS = TableSchema(
         Column("answer", "text", required=False, nullable=True),
         Column("shown_doc_id", "id", required=False, nullable=True),
         Column("latency_ms", "float", required=False, nullable=True, low=0),
+        *TRAFFIC_COLUMNS,
     ),
     key=("log_id",),
 )
@@ -416,7 +464,10 @@ JUDGE_LABELS = TableSchema(
         Column("ground_truth_show", "bool", required=False, nullable=True),
     ),
     key=("label_id",),
-    prefixed=(Column("human_score_", "float", low=1, high=5),),
+    prefixed=tuple(
+        Column(f"human_{criterion}_", "float", low=1, high=5)
+        for criterion in ("score", "faithfulness", "relevance", "correctness", "overall")
+    ),
 )
 ANSWERS = TableSchema(
     "answers",

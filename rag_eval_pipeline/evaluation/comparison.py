@@ -35,6 +35,7 @@ import yaml
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.composite import COMPOSITE, load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGE_CALLS,
     TEXT_SCORERS,
@@ -44,6 +45,7 @@ from rag_eval_pipeline.evaluation.generation import (
 from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
 from rag_eval_pipeline.judging.judge import Judge
 from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired
 from rag_eval_pipeline.systems.variants import RagVariant
@@ -66,7 +68,7 @@ COMPARISON_COLUMNS = [
 JUDGE_METRICS = tuple(JUDGE_CALLS)
 REFERENCE_METRICS = (*TEXT_SCORERS, "semantic_similarity")
 SYSTEM_METRICS = ("total_latency_ms", "retrieval_latency_ms", "generation_latency_ms", "error_rate")
-NON_RETRIEVAL_METRICS = (*JUDGE_METRICS, *REFERENCE_METRICS, *SYSTEM_METRICS)
+NON_RETRIEVAL_METRICS = (*JUDGE_METRICS, *REFERENCE_METRICS, *SYSTEM_METRICS, COMPOSITE)
 PLAN_KEYS = ("baseline", "variants", "metrics", "alpha")
 # A one-query run and qrels: `evaluate_run` on them validates retrieval metric names.
 _PROBE_RUN = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
@@ -185,24 +187,30 @@ def score_answers(
 
     Retrieval metrics count grades ≥ `relevance_level` as relevant (trec_eval -l). A question a
     metric does not apply to (no relevant qrels, no ground truth) or whose judgment failed has
-    NaN there.
+    NaN there. `composite` (config/composite.yaml) scores its component metrics too, then
+    combines them (`metrics.composite.composite_score`).
     """
-    frames = [_system_scores(answers, metrics)]
-    retrieval = retrieval_metrics(metrics)
+    weights = load_weights() if COMPOSITE in metrics else {}
+    scored = [m for m in dict.fromkeys([*metrics, *weights]) if m != COMPOSITE]
+    frames = [_system_scores(answers, scored)]
+    retrieval = retrieval_metrics(scored)
     if retrieval:
-        run = answers_run(answers)
-        frames.append(evaluate_run(run, qrels, retrieval, relevance_level=relevance_level))
-    judged = [m for m in metrics if m in JUDGE_METRICS]
+        frames.append(
+            evaluate_run(answers_run(answers), qrels, retrieval, relevance_level=relevance_level)
+        )
+    judged = [m for m in scored if m in JUDGE_METRICS]
     judgments = [judge_answers(answers, judge, judged)] if judged else []
-    if any(m in REFERENCE_METRICS for m in metrics):
+    if any(m in REFERENCE_METRICS for m in scored):
         judgments.append(reference_scores(answers, embedder))
-    judgments = [j[j["metric"].isin(metrics)] for j in judgments if not j.empty]
+    judgments = [j[j["metric"].isin(scored)] for j in judgments if not j.empty]
     if judgments:
         long = pd.concat(judgments, ignore_index=True)
         frames.append(long.pivot(index="query_id", columns="metric", values="score").reset_index())
     scores = frames[0]
     for frame in frames[1:]:
         scores = scores.merge(frame, on="query_id", how="outer")
+    if weights:
+        scores[COMPOSITE] = composite_score(scores, weights)
     return scores.reindex(columns=["query_id", *metrics])
 
 
@@ -265,6 +273,28 @@ def compare_variants(
                 }
             )
     return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+
+
+def composite_winner(comparison: pd.DataFrame, baseline: str) -> dict[str, Any]:
+    """The A/B winner by the composite score, with its paired comparison to the baseline.
+
+    The variant whose composite is significantly `better` than the baseline's (paired CI
+    excludes 0 and p < alpha) by the largest mean delta wins; when none is, the baseline
+    stays the winner. The row of the winning variant gives `delta`, `ci_low`, `ci_high`,
+    `p_value`; for the baseline they are those of the closest challenger (largest delta), or
+    NaN without any composite row.
+    """
+    rows = comparison[comparison["metric"] == COMPOSITE].sort_values(
+        ["delta", "variant"], ascending=[False, True], kind="stable"
+    )
+    better = rows[rows["verdict"] == BETTER]
+    best = better.iloc[0] if not better.empty else rows.iloc[0] if not rows.empty else None
+    stats = ("delta", "ci_low", "ci_high", "p_value")
+    return {
+        "winner": str(best["variant"]) if not better.empty else baseline,
+        **{k: float(best[k]) if best is not None else float("nan") for k in stats},
+        "compared_with": str(best["variant"]) if best is not None else baseline,
+    }
 
 
 def run_comparison(

@@ -20,8 +20,16 @@ from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
 from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
-from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE, bleu_scores, rouge_scores
+from rag_eval_pipeline.metrics.text import (
+    BLEU_SIGNATURE,
+    bleu_scores,
+    citation_scores,
+    exact_match,
+    regex_match,
+    rouge_scores,
+)
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
@@ -32,7 +40,11 @@ TEXT_SCORERS = {
     "rouge2_f": "rouge-score",
     "rougeL_f": "rouge-score",
     "bleu": f"sacrebleu {BLEU_SIGNATURE}",
+    "exact_match": "exact-match (SQuAD normalization)",
+    "regex_match": "regex (whole output, case-insensitive)",
+    "citation": "citations [n] vs qrels",
 }
+CITATION_METRICS = ("citation_precision", "citation_recall", "citation_f1")
 
 JudgeCall = Callable[[Judge, pd.DataFrame, bool], pd.DataFrame]
 JUDGE_CALLS: dict[str, JudgeCall] = {
@@ -40,6 +52,9 @@ JUDGE_CALLS: dict[str, JudgeCall] = {
         f["question"].tolist(), f["contexts"].tolist(), f["answer"].tolist(), use_cache=c
     ),
     "answer_relevance": lambda j, f, c: j.answer_relevance(
+        f["question"].tolist(), f["answer"].tolist(), use_cache=c
+    ),
+    "coherence": lambda j, f, c: j.coherence(
         f["question"].tolist(), f["answer"].tolist(), use_cache=c
     ),
     "answer_relevance_ragas": lambda j, f, c: j.answer_relevance_ragas(
@@ -156,7 +171,7 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[JUDGMENT_COLUMNS]
 
 
-def _scorer_rows(
+def scorer_rows(
     rows: pd.DataFrame, metric: str, scores: np.ndarray, scorer: str, no_answer: np.ndarray
 ) -> pd.DataFrame:
     errors = np.where(no_answer, "no answer to score", None)
@@ -182,8 +197,9 @@ def _scorer_rows(
 
 
 def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
-    """ROUGE-1/2/L F1 and sentence BLEU (0–100) against the ground truth, and the semantic
-    similarity (cosine of answer and ground-truth embeddings), as long judgment rows.
+    """ROUGE-1/2/L F1, sentence BLEU (0–100) and exact match (SQuAD-normalized, 0/1) against
+    the ground truth, and the semantic similarity (cosine of answer and ground-truth
+    embeddings), as long judgment rows.
 
     Rows whose generation failed (no answer) become error rows, counted in the error rate.
     """
@@ -195,14 +211,92 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     truths = rows["ground_truth_answer"].astype(str).tolist()
     rouge = rouge_scores(answers, truths)
     parts = [
-        _scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
+        scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
         for metric in ("rouge1_f", "rouge2_f", "rougeL_f")
     ]
     parts.append(
-        _scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
+        scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
+    )
+    parts.append(
+        scorer_rows(
+            rows,
+            "exact_match",
+            exact_match(answers, truths),
+            TEXT_SCORERS["exact_match"],
+            no_answer,
+        )
     )
     similarity = rowwise_cosine(embedder.encode(answers), embedder.encode(truths))
     parts.append(
-        _scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
+        scorer_rows(rows, "semantic_similarity", similarity, embedder.model_name, no_answer)
     )
+    return _concat(parts)
+
+
+def context_relevance_rows(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
+    """`context_relevance` judgment rows: per question, the mean clipped cosine between the
+    question and each retrieved context (`metrics.embedding.context_relevance`).
+
+    Needs `system, query_id, question, contexts`; a question without retrieved contexts is an
+    error row (`no contexts`), as for the judge's context metrics.
+    """
+    if frame.empty or "contexts" not in frame.columns:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    rows = frame.reset_index(drop=True)
+    contexts = [
+        [str(text) for text in items] if isinstance(items, list | np.ndarray) else []
+        for items in rows["contexts"]
+    ]
+    owners = np.repeat(np.arange(len(rows)), [len(items) for items in contexts])
+    chunks = [text for items in contexts for text in items]
+    questions = embedder.encode(rows["question"].astype(str).tolist())
+    scores = context_relevance(questions, embedder.encode(chunks), owners)
+    judged = scorer_rows(rows, "context_relevance", scores, embedder.model_name, np.isnan(scores))
+    return judged.assign(error=np.where(np.isnan(scores), "no contexts", None))
+
+
+def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
+    """Deterministic checks of the system's answers, as long judgment rows:
+
+    - `regex_match` (0/1, `metrics.text.regex_match`, whole-output semantics) for questions
+      with an `expected_pattern` in the queries table;
+    - `citation_precision`, `citation_recall`, `citation_f1` of the answer's `[n]` markers
+      (`[n]` = the n-th retrieved document) against the version's relevant qrels, for
+      answers that cite at least one source (precision and F1) or that had a relevant
+      document retrieved (recall); undefined values get no row, not an error.
+
+    Rows whose answer is missing are error rows (`no answer to score`).
+    """
+    parts = []
+    queries = dataset.queries.set_index("query_id")
+    if "expected_pattern" in queries.columns:
+        patterns = frame["query_id"].map(queries["expected_pattern"])
+        rows = frame[patterns.notna().to_numpy()]
+        no_answer = rows["answer"].isna().to_numpy()
+        scores = regex_match(
+            rows["answer"].fillna("").astype(str).tolist(),
+            patterns[patterns.notna()].astype(str).tolist(),
+        )
+        parts.append(
+            scorer_rows(rows, "regex_match", scores, TEXT_SCORERS["regex_match"], no_answer)
+        )
+    answered = frame[frame["answer"].notna()]
+    if not answered.empty:
+        relevant = dataset.relevant_qrels.groupby("query_id")["doc_id"].agg(set)
+        citations = citation_scores(
+            answered["answer"].astype(str).tolist(),
+            [list(ids) for ids in answered["retrieved_doc_ids"]],
+            [relevant.get(query_id, set()) for query_id in answered["query_id"]],
+        )
+        for metric in CITATION_METRICS:
+            defined = citations[metric].notna().to_numpy()
+            parts.append(
+                scorer_rows(
+                    answered[defined],
+                    metric,
+                    citations.loc[defined, metric].to_numpy(),
+                    TEXT_SCORERS["citation"],
+                    np.zeros(int(defined.sum()), dtype=bool),
+                )
+            )
     return _concat(parts)

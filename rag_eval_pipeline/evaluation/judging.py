@@ -5,7 +5,7 @@ Library functions behind the `judge_reliability` and `show_judge_quality` assets
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,8 @@ from rag_eval_pipeline.metrics.reliability import repeat_consistency
 from rag_eval_pipeline.metrics.stats import percentiles
 
 HUMAN_SCORE_PREFIX = "human_score_"
+HUMAN_CRITERIA = ("faithfulness", "relevance", "correctness", "overall")
+HUMAN_CRITERIA_PREFIXES = {c: f"human_{c}_" for c in HUMAN_CRITERIA}
 LIKERT_LABELS = range(1, 6)
 
 
@@ -69,33 +71,68 @@ def reliability_values(repeats: pd.DataFrame, delta: float) -> dict[str, float]:
     return values
 
 
-def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
-    """Agreement of the judge's faithfulness (binned to 1–5) with each human rater and of the
-    raters with each other: Cohen's kappa, quadratic-weighted kappa, Spearman (pairwise)."""
-    raters = [c for c in labels.columns if c.startswith(HUMAN_SCORE_PREFIX)]
-    if not raters:
-        return pd.DataFrame()
-    scored = judge.faithfulness(
-        labels["question"].tolist(), [[c] for c in labels["context"]], labels["answer"].tolist()
-    )
-    judge_bins = np.full(len(labels), np.nan)
+def _judge_bins(scored: pd.DataFrame) -> np.ndarray:
+    """Judge scores in [0, 1] binned to the raters' 1–5 scale; NaN where the judge failed."""
+    bins = np.full(len(scored), np.nan)
     ok = scored["score"].notna().to_numpy()
-    judge_bins[ok] = bin_scores(scored["score"].to_numpy(dtype=float)[ok])
-    table = labels[raters].astype(float).assign(judge=judge_bins)
-    return agreement_table(table, ["judge", *raters], labels=LIKERT_LABELS)
+    bins[ok] = bin_scores(scored["score"].to_numpy(dtype=float)[ok])
+    return bins
 
 
-def agreement_values(table: pd.DataFrame) -> dict[str, float]:
-    """Flatten an agreement table to `<statistic>_<rater_a>_vs_<rater_b>` values."""
-    values: dict[str, float] = {}
+# The judge metric compared with each human criterion (criteria without one: raters only).
+CRITERION_JUDGES: dict[str, Callable[[Judge, pd.DataFrame], pd.DataFrame]] = {
+    "faithfulness": lambda judge, labels: judge.faithfulness(
+        labels["question"].tolist(), [[c] for c in labels["context"]], labels["answer"].tolist()
+    ),
+    "relevance": lambda judge, labels: judge.answer_relevance(
+        labels["question"].tolist(), labels["answer"].tolist()
+    ),
+}
+
+
+def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
+    """Agreement of the judge with each human rater and of the raters with each other:
+    Cohen's kappa, quadratic-weighted kappa, Spearman (pairwise), one row per pair with the
+    number of labels both scored (`n`) and the `criterion`.
+
+    `human_score_<rater>` columns (criterion `score`) are compared with the judge's
+    faithfulness; `human_<criterion>_<rater>` columns (`HUMAN_CRITERIA`) with the judge's
+    metric for that criterion (faithfulness, answer relevance), and rater with rater for
+    every criterion. Judge scores are binned to 1–5 (1 + round(4s)).
+    """
+    tables = []
+    for criterion, prefix in (("score", HUMAN_SCORE_PREFIX), *HUMAN_CRITERIA_PREFIXES.items()):
+        raters = [c for c in labels.columns if c.startswith(prefix)]
+        judged = "faithfulness" if criterion == "score" else criterion
+        table = labels[raters].astype(float)
+        table = table.rename(columns={c: c.removeprefix(prefix) for c in raters})
+        columns = list(table.columns)
+        if judged in CRITERION_JUDGES and raters:
+            table = table.assign(judge=_judge_bins(CRITERION_JUDGES[judged](judge, labels)))
+            columns = ["judge", *columns]
+        if len(columns) >= 2:
+            pairs = agreement_table(table, columns, labels=LIKERT_LABELS)
+            tables.append(pairs.assign(criterion=criterion))
+    if not tables:
+        return pd.DataFrame()
+    return pd.concat(tables, ignore_index=True)
+
+
+def agreement_values(table: pd.DataFrame) -> list[tuple[int, dict[str, float]]]:
+    """Per pair of raters, the number of labels both scored (`n`) and its values
+    `<statistic>_[<criterion>_]<rater_a>_vs_<rater_b>` (kappa, weighted kappa, Spearman); the
+    single-score columns (`human_score_*`) keep the name without a criterion."""
+    pairs = []
     for row in table.itertuples():
-        pair = f"{row.rater_a.removeprefix(HUMAN_SCORE_PREFIX)}_vs_" + str(
-            row.rater_b.removeprefix(HUMAN_SCORE_PREFIX)
-        )
-        values[f"kappa_{pair}"] = float(row.kappa)
-        values[f"weighted_kappa_{pair}"] = float(row.weighted_kappa)
-        values[f"spearman_{pair}"] = float(row.spearman)
-    return values
+        criterion = "" if row.criterion == "score" else f"{row.criterion}_"
+        pair = f"{criterion}{row.rater_a}_vs_{row.rater_b}"
+        values = {
+            f"kappa_{pair}": float(row.kappa),
+            f"weighted_kappa_{pair}": float(row.weighted_kappa),
+            f"spearman_{pair}": float(row.spearman),
+        }
+        pairs.append((int(row.n), values))
+    return pairs
 
 
 def show_decisions(labels: pd.DataFrame, show_judge: ShowJudge) -> pd.DataFrame:

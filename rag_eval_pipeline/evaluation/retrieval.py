@@ -5,7 +5,10 @@ Three sources of runs, one table (`source, system, query_id, doc_id, rank, score
 - `logged_run`: TREC runs shipped with the version (`runs/*.trec`), judged with its qrels;
 - `real_users`: retrieved ids logged from real traffic, judged against the document that was
   shown to the user (`shown_doc_id`, graded at the version's relevance level, so it is
-  relevant whatever the level): the real-users benchmark.
+  relevant whatever the level): the real-users benchmark;
+- `system_under_test`: the ids the system under test (reference RAG, a callable, logged
+  answers) returned with its answers in Tier 3, judged with the version's qrels and named after
+  the system.
 """
 
 from __future__ import annotations
@@ -29,6 +32,29 @@ from rag_eval_pipeline.systems.retrievers import (
 
 RUN_TABLE_COLUMNS = ["source", *RUN_COLUMNS]
 REAL_USERS_SYSTEM = "real-users"
+SYSTEM_UNDER_TEST = "system_under_test"
+UNKNOWN_ID_COLUMNS = ["system", "n_retrieved", "n_unknown", "examples"]
+
+
+def ranked_lists(
+    query_ids: pd.Series | pd.Index, doc_id_lists: pd.Series, source: str, system: str
+) -> pd.DataFrame:
+    """A run from one list of retrieved ids per query, in returned order.
+
+    Ranks are 1..n and scores -1..-n, so trec_eval's score order is the returned order; a
+    document listed twice for a query keeps its first rank; missing lists add no rows.
+    """
+    exploded = (
+        pd.DataFrame({"query_id": query_ids.to_numpy(), "doc_id": doc_id_lists.to_numpy()})
+        .explode("doc_id")
+        .dropna(subset=["doc_id"])
+    )
+    exploded["doc_id"] = exploded["doc_id"].astype(str)
+    exploded = exploded.drop_duplicates(["query_id", "doc_id"])
+    exploded["rank"] = exploded.groupby("query_id").cumcount() + 1
+    exploded["score"] = -exploded["rank"].astype(float)
+    run = exploded.assign(source=source, system=system)[RUN_TABLE_COLUMNS]
+    return run.reset_index(drop=True)
 
 
 def reference_runs(
@@ -86,15 +112,7 @@ def real_user_run(dataset: GoldenDataset) -> tuple[pd.DataFrame, pd.DataFrame]:
         )
     logs = logs.reset_index(drop=True)
     query_ids = logs["log_id"] if "log_id" in logs.columns else logs.index.astype(str)
-    exploded = (
-        pd.DataFrame({"query_id": query_ids, "doc_id": logs["retrieved_doc_ids"]})
-        .explode("doc_id")
-        .dropna(subset=["doc_id"])
-    )
-    exploded = exploded.drop_duplicates(["query_id", "doc_id"])
-    exploded["rank"] = exploded.groupby("query_id").cumcount() + 1
-    exploded["score"] = -exploded["rank"].astype(float)
-    run = exploded.assign(source="real_users", system=REAL_USERS_SYSTEM)[RUN_TABLE_COLUMNS]
+    run = ranked_lists(query_ids, logs["retrieved_doc_ids"], "real_users", REAL_USERS_SYSTEM)
     judged = logs["shown_doc_id"].notna()
     qrels = pd.DataFrame(
         {
@@ -103,7 +121,60 @@ def real_user_run(dataset: GoldenDataset) -> tuple[pd.DataFrame, pd.DataFrame]:
             "relevance": dataset.relevance_level,
         }
     )
-    return run.reset_index(drop=True), qrels.reset_index(drop=True)
+    return run, qrels.reset_index(drop=True)
+
+
+def system_under_test_run(generations: pd.DataFrame) -> pd.DataFrame:
+    """The run of the system under test from its Tier 3 outputs (`e2e_generations`).
+
+    One ranked list per question: the `retrieved_doc_ids` the system returned with its answer,
+    in returned order, under the system's own name. Questions it returned no ids for (or failed
+    on) add no rows, so they score 0 like every unretrieved query (trec_eval -c). A system that
+    returned no ids at all has no run (an empty table).
+    """
+    if generations.empty or "retrieved_doc_ids" not in generations.columns:
+        return pd.DataFrame(columns=RUN_TABLE_COLUMNS)
+    frames = [
+        ranked_lists(rows["query_id"], rows["retrieved_doc_ids"], SYSTEM_UNDER_TEST, str(system))
+        for system, rows in generations.groupby("system", sort=True)
+    ]
+    return pd.concat(frames, ignore_index=True)
+
+
+def evaluate_system_under_test(
+    generations: pd.DataFrame,
+    qrels: pd.DataFrame,
+    metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+    relevance_level: int = 1,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run of the system under test (:func:`system_under_test_run`) and its per-query
+    metrics against the version's `qrels` at `relevance_level` (:func:`evaluate_runs`)."""
+    run = system_under_test_run(generations)
+    return run, evaluate_runs(run, qrels, qrels.iloc[:0], metrics, relevance_level)
+
+
+def unknown_doc_ids(runs: pd.DataFrame, corpus_ids: set[str], examples: int = 5) -> pd.DataFrame:
+    """Per system, retrieved ids that are not in the corpus: count and the first `examples`.
+
+    Such ids can never be relevant (no qrels point at them), so they are reported rather than
+    silently scored as unjudged. `n_retrieved` counts all (query, document) rows of the system.
+    """
+    if runs.empty:
+        return pd.DataFrame(columns=UNKNOWN_ID_COLUMNS)
+    unknown = ~runs["doc_id"].astype(str).isin(corpus_ids)
+    grouped = runs.assign(unknown=unknown).groupby("system", sort=True)
+    return pd.DataFrame(
+        {
+            "n_retrieved": grouped.size(),
+            "n_unknown": grouped["unknown"].sum().astype(int),
+            "examples": grouped.apply(
+                lambda rows: ", ".join(
+                    rows.loc[rows["unknown"], "doc_id"].astype(str).unique()[:examples]
+                ),
+                include_groups=False,
+            ),
+        }
+    ).reset_index()[UNKNOWN_ID_COLUMNS]
 
 
 def evaluate_runs(

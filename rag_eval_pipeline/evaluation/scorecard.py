@@ -60,11 +60,23 @@ class Thresholds:
 
     def rule(self, metric: str, version: str) -> dict[str, Any]:
         """The merged rule of `metric` for `version` (version overrides win)."""
-        rule = {**self.metrics.get(metric, {}), **self.versions.get(version, {}).get(metric, {})}
+        rule = {
+            **_lookup(self.metrics, metric),
+            **_lookup(self.versions.get(version, {}), metric),
+        }
         rule.setdefault("higher_is_better", not any(m in metric for m in LOWER_IS_BETTER_MARKERS))
         rule.setdefault("regression", self.default_regression)
         rule.setdefault("min_change", 0.0)
         return rule
+
+
+def _lookup(rules: dict[str, dict[str, Any]], metric: str) -> dict[str, Any]:
+    """The rule named `metric`, else that of the longest `prefix*` pattern it starts with
+    (e.g. `kappa_*` for `kappa_judge_vs_rater_a`), else none."""
+    if metric in rules:
+        return rules[metric]
+    prefixes = [k for k in rules if k.endswith("*") and metric.startswith(k[:-1])]
+    return rules[max(prefixes, key=len)] if prefixes else {}
 
 
 def band(value: float, rule: dict[str, Any]) -> str | None:

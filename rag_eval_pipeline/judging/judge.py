@@ -40,6 +40,7 @@ from rag_eval_pipeline.judging.prompts import (
     answer_correctness_prompt,
     answer_relevance_prompt,
     answer_relevance_ragas_prompt,
+    coherence_prompt,
     context_precision_prompt,
     context_recall_prompt,
     e2e_score_prompt,
@@ -79,6 +80,7 @@ DETAIL_COLUMNS: dict[str, dict[str, str]] = {
     "faithfulness": {"n_claims": "Int64", "n_supported": "Int64"},
     "answer_relevance": {"reason": "str"},
     "answer_relevance_ragas": {"n_questions": "Int64", "noncommittal": "boolean"},
+    "coherence": {"reason": "str"},
     "e2e_score": {"reason": "str"},
     "context_precision": {"n_contexts": "Int64", "n_relevant": "Int64"},
     "context_recall": {"n_claims": "Int64", "n_attributed": "Int64"},
@@ -115,6 +117,10 @@ class Judge(Protocol):
     ) -> pd.DataFrame: ...
 
     def answer_relevance(
+        self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
+    ) -> pd.DataFrame: ...
+
+    def coherence(
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame: ...
 
@@ -306,6 +312,32 @@ def _parse_rubric(text: str) -> dict[str, Any]:
     return {"score": score, "reason": reason}
 
 
+def _question_answer_requests(
+    questions: Sequence[str], answers: Sequence[str], prompt: Callable[[str, str], Messages]
+) -> list[Messages | _Skip]:
+    """One `prompt(question, answer)` per row, or a skip naming the missing input."""
+    aligned(questions=questions, answers=answers)
+    requests: list[Messages | _Skip] = []
+    for question, answer in zip(questions, answers, strict=True):
+        question, answer = as_text(question), as_text(answer)
+        problem = missing_input(question=question) or missing_answer(answer)
+        requests.append(_Skip(problem) if problem else prompt(question, answer))
+    return requests
+
+
+COHERENCE_LOW, COHERENCE_HIGH = 1.0, 5.0
+
+
+def _parse_coherence(text: str) -> dict[str, Any]:
+    """A 1–5 coherence reply, its score scaled to 0–1: (s − 1) / 4."""
+    score = parse_score(text, low=COHERENCE_LOW, high=COHERENCE_HIGH)
+    try:
+        reason = parse_json_object(text).get("reason")
+    except ReplyParseError:
+        reason = None
+    return {"score": (score - COHERENCE_LOW) / (COHERENCE_HIGH - COHERENCE_LOW), "reason": reason}
+
+
 def _rubric(payload: dict[str, Any]) -> Interpretation:
     return payload["score"], None, {"reason": _reason(payload)}
 
@@ -365,16 +397,17 @@ class LLMJudge:
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
         """A 0–1 rubric score of how directly the answer addresses the question."""
-        aligned(questions=questions, answers=answers)
-        requests: list[Messages | _Skip] = []
-        for question, answer in zip(questions, answers, strict=True):
-            question, answer = as_text(question), as_text(answer)
-            problem = missing_input(question=question) or missing_answer(answer)
-            requests.append(
-                _Skip(problem) if problem else answer_relevance_prompt(question, answer)
-            )
+        requests = _question_answer_requests(questions, answers, answer_relevance_prompt)
         calls = self._ask(requests, use_cache, _parse_rubric)
         return self._frame("answer_relevance", calls, lambda _, payload: _rubric(payload))
+
+    def coherence(
+        self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
+    ) -> pd.DataFrame:
+        """The answer's logical flow rated 1–5 by the LLM, scaled to 0–1 ((s − 1) / 4)."""
+        requests = _question_answer_requests(questions, answers, coherence_prompt)
+        calls = self._ask(requests, use_cache, _parse_coherence)
+        return self._frame("coherence", calls, lambda _, payload: _rubric(payload))
 
     def answer_relevance_ragas(
         self,

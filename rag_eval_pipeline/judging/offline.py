@@ -20,6 +20,8 @@ The metrics:
   sentence (RAGAS formula on those verdicts).
 - answer relevance: 0 for an empty or noncommittal answer, else clip(cos(q, a), 0, 1) with q, a
   the embeddings of the question and the whole answer.
+- coherence: mean over consecutive answer sentences of clip(cos(s_i, s_i+1), 0, 1); 1 for a
+  single sentence, 0 for an answer without sentences (the LLM judge rates logical flow 1–5).
 - answer relevance (RAGAS variant): the first `n` answer sentences stand in for the questions an
   LLM would generate back from the answer; score = clip(mean_i cos(q, sentence_i), 0, 1), 0 for
   a noncommittal answer.
@@ -334,15 +336,32 @@ class OfflineJudge:
             else:
                 cosine = _cosine(question_vectors[i], answer_vectors[i])
                 score, reason = min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}"
-            rows.append(
-                {
-                    "score": score,
-                    "error": None,
-                    "raw_reply": _dumps({"score": score, "reason": reason}),
-                    "reason": reason,
-                }
-            )
+            rows.append(_rubric_row(score, reason))
         return self._frame("answer_relevance", rows, start)
+
+    @remembered
+    def coherence(
+        self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
+    ) -> pd.DataFrame:
+        """Heuristic coherence: mean clip(cos, 0, 1) of consecutive answer sentences; 1 for a
+        single sentence, 0 for an answer without sentences."""
+        start = time.perf_counter()
+        aligned(questions=questions, answers=answers)
+        texts = [as_text(a) for a in answers]
+        problems = [
+            missing_input(question=as_text(q)) or missing_answer(a)
+            for q, a in zip(questions, texts, strict=True)
+        ]
+        sentences = _embed(
+            self.embedder, _unless(problems, (split_sentences(a or "") for a in texts))
+        )
+        rows = []
+        for problem, embedded in zip(problems, sentences, strict=True):
+            if problem:
+                rows.append({"score": math.nan, "error": problem})
+                continue
+            rows.append(_rubric_row(*consecutive_coherence(embedded.vectors)))
+        return self._frame("coherence", rows, start)
 
     @remembered
     def answer_relevance_ragas(
@@ -619,6 +638,27 @@ class OfflineJudge:
             "cost_usd": 0.0,
         }
         return judgment_frame(metric, [row | common for row in rows])
+
+
+def _rubric_row(score: float, reason: str) -> dict[str, Any]:
+    """A scored row with its reason, and the JSON an LLM judge's rubric reply would be."""
+    return {
+        "score": score,
+        "error": None,
+        "raw_reply": _dumps({"score": score, "reason": reason}),
+        "reason": reason,
+    }
+
+
+def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:
+    """Mean over consecutive sentence pairs of clip(cos, 0, 1) (rows are unit vectors); 1 for
+    one sentence (nothing to connect), 0 for none."""
+    if len(vectors) == 0:
+        return 0.0, "no sentences"
+    if len(vectors) == 1:
+        return 1.0, "single sentence"
+    cosines = np.clip(np.einsum("ij,ij->i", vectors[:-1], vectors[1:]), 0.0, 1.0)
+    return float(cosines.mean()), f"mean consecutive-sentence cosine over {len(cosines)} pairs"
 
 
 def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[str]]:

@@ -87,6 +87,23 @@ ANSWER_RELEVANCE = PromptTemplate(
     user="<question>\n$question\n</question>\n\n<answer>\n$answer\n</answer>",
 )
 
+COHERENCE = PromptTemplate(
+    name="coherence",
+    system=(
+        "You rate the coherence of an answer: its logical flow, whether each sentence follows "
+        "from the previous ones and the whole reads as one organized response, regardless of "
+        "whether it is correct.\n"
+        "Score from 1 to 5:\n"
+        "5 = well organized, every sentence builds on the previous ones;\n"
+        "4 = clear, with a minor jump or repetition;\n"
+        "3 = understandable but loosely connected or partly repetitive;\n"
+        "2 = hard to follow, sentences contradict or ignore each other;\n"
+        "1 = incoherent: fragments without a logical thread.\n"
+        'Schema: {"score": <integer from 1 to 5>, "reason": "<one sentence>"}\n' + _JSON_ONLY
+    ),
+    user="<question>\n$question\n</question>\n\n<answer>\n$answer\n</answer>",
+)
+
 ANSWER_RELEVANCE_RAGAS = PromptTemplate(
     name="answer_relevance_ragas",
     system=(
@@ -174,6 +191,7 @@ PROMPTS: dict[str, PromptTemplate] = {
     for template in (
         FAITHFULNESS,
         ANSWER_RELEVANCE,
+        COHERENCE,
         ANSWER_RELEVANCE_RAGAS,
         E2E_SCORE,
         CONTEXT_PRECISION,
@@ -199,6 +217,11 @@ def faithfulness_prompt(question: str, contexts: Sequence[str], answer: str) -> 
 def answer_relevance_prompt(question: str, answer: str) -> Messages:
     """A 0–1 rubric score for how directly the answer addresses the question."""
     return ANSWER_RELEVANCE.render(question=question, answer=answer)
+
+
+def coherence_prompt(question: str, answer: str) -> Messages:
+    """A 1–5 rating of the answer's logical flow (scaled to 0–1 by the judge)."""
+    return COHERENCE.render(question=question, answer=answer)
 
 
 def answer_relevance_ragas_prompt(answer: str, n: int) -> Messages:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-__all__ = ["cluster_quality", "kmeans_labels"]
+__all__ = ["cluster_quality", "context_relevance", "kmeans_labels"]
 
 
 def _normalize_rows(block: np.ndarray, dtype: type[np.floating] = np.float64) -> np.ndarray:
@@ -241,3 +241,25 @@ def kmeans_labels(
     unit = _normalize_rows(embeddings, np.float32 if embeddings.dtype == np.float32 else np.float64)
     model = KMeans(n_clusters=n_clusters, random_state=seed, n_init=1)
     return model.fit_predict(unit).astype(np.int64)
+
+
+def context_relevance(
+    question_vectors: np.ndarray, context_vectors: np.ndarray, owners: np.ndarray
+) -> np.ndarray:
+    """Per question, the mean cosine similarity between the question and each of its
+    retrieved chunks, clipped to [0, 1] (the app eval module's `context_relevance`).
+
+    ``context_vectors[j]`` is a chunk retrieved for question ``owners[j]`` (an index into
+    ``question_vectors``); a chunk listed twice counts twice. Each cosine is clipped at 0
+    before averaging (an opposed chunk is as irrelevant as an orthogonal one), so the value
+    is in [0, 1]. A question without chunks is NaN; a zero vector has cosine 0 (see above).
+    """
+    questions = _normalize_rows(np.asarray(question_vectors, dtype=np.float64))
+    contexts = _normalize_rows(np.asarray(context_vectors, dtype=np.float64))
+    owners = np.asarray(owners, dtype=np.int64)
+    cosines = np.clip(np.einsum("ij,ij->i", questions[owners], contexts), 0.0, 1.0)
+    n = len(questions)
+    counts = np.bincount(owners, minlength=n).astype(float)
+    sums = np.bincount(owners, weights=cosines, minlength=n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counts > 0, sums / counts, np.nan)

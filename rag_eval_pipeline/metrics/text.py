@@ -214,16 +214,19 @@ def exact_match(predictions: Sequence[str], references: Sequence[str]) -> np.nda
 
 
 def regex_match(predictions: Sequence[str], patterns: Sequence[str]) -> np.ndarray:
-    """1.0 where ``patterns[i]`` matches anywhere in ``predictions[i]``, else 0.0.
+    """1.0 where ``patterns[i]`` matches in ``predictions[i]``, else 0.0.
 
-    Uses ``re.search`` with ``re.IGNORECASE | re.MULTILINE`` (Unicode-aware, as DPR's regex
-    evaluation of TREC/CuratedTREC answers). Anchor with ``^``/``$`` or ``\\b`` for stricter
-    matching. An invalid pattern raises ``re.error``.
+    Uses ``re.search`` with ``re.IGNORECASE`` (Unicode-aware, as DPR's regex evaluation of
+    TREC/CuratedTREC answers): an unanchored pattern matches anywhere. Whole-output
+    semantics: ``^`` and ``$`` anchor at the start and end of the whole prediction, never at
+    line breaks inside it (no ``re.MULTILINE``), so ``^\\d{3}-\\d{4}$`` rejects
+    "call me\\n555-1234"; as in Python, ``$`` also matches before one final newline. An invalid
+    pattern raises ``re.error``.
     """
     _check_aligned("predictions", predictions, "patterns", patterns)
     return np.array(
         [
-            float(re.search(pattern, prediction, flags=re.IGNORECASE | re.MULTILINE) is not None)
+            float(re.search(pattern, prediction, flags=re.IGNORECASE) is not None)
             for prediction, pattern in zip(predictions, patterns, strict=True)
         ],
         dtype=np.float64,

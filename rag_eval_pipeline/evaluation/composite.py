@@ -1,0 +1,60 @@
+"""The composite score as judgment rows, with its weights read from `config/composite.yaml`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from rag_eval_pipeline.evaluation.generation import JUDGMENT_COLUMNS, scorer_rows
+from rag_eval_pipeline.metrics.composite import composite_score
+from rag_eval_pipeline.settings import PROJECT_ROOT
+
+COMPOSITE = "composite"
+COMPOSITE_FILE = Path(
+    os.environ.get("RAG_EVAL_COMPOSITE", PROJECT_ROOT / "config" / "composite.yaml")
+)
+
+
+def load_weights(path: Path = COMPOSITE_FILE) -> dict[str, float]:
+    """The `weights` mapping of a composite file; a problem raises ValueError naming the file."""
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise ValueError(f"{path}: cannot read composite weights: {error}") from error
+    weights = raw.get("weights") if isinstance(raw, dict) else None
+    if not isinstance(weights, dict) or not weights:
+        raise ValueError(f"{path}: expected a non-empty mapping 'weights: {{metric: weight}}'")
+    try:
+        parsed = {str(metric): float(weight) for metric, weight in weights.items()}
+        composite_score(pd.DataFrame(), parsed)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: {error}") from error
+    return parsed
+
+
+def describe(weights: dict[str, float]) -> str:
+    """`composite(0.4·answer_relevance + ...)`: the scorer name in judgment rows."""
+    return "composite(" + " + ".join(f"{w:g}·{m}" for m, w in weights.items()) + ")"
+
+
+def composite_rows(judgments: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame:
+    """One `composite` row per (system, question) that has every weighted metric scored.
+
+    Questions missing a component (not judged, or an error row) get no composite row: the
+    failure is already counted in that component's error rate.
+    """
+    if judgments.empty:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    wide = judgments.pivot_table(
+        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
+    ).reset_index()
+    scores = composite_score(wide, weights)
+    complete = ~np.isnan(scores)
+    rows = wide[complete]
+    return scorer_rows(
+        rows, COMPOSITE, scores[complete], describe(weights), np.zeros(len(rows), dtype=bool)
+    )

@@ -1,0 +1,187 @@
+"""The traffic tier in library form: one day of production interactions from `logs.*`.
+
+A date partition holds the interactions whose `timestamp` falls on that date in the schedule's
+timezone. Per interaction (long table, pairable day over day by metric):
+`latency_ms` (total), `retrieval_latency_ms`, `generation_latency_ms`, `error` (1 when the
+optional `error` column holds a message), `cost_usd` (the logged cost, else token counts priced
+through litellm), `satisfaction` (0–1) and `positive_feedback` (0/1) from `feedback`.
+Per day (quality rows): volume, latency p50/p95/p99, error rate, cost per query and in total,
+mean satisfaction and the positive-feedback rate.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values, summarize_wide
+from rag_eval_pipeline.metrics.stats import percentiles
+from rag_eval_pipeline.metrics.traffic import on_date, positive_feedback, token_costs
+
+TRAFFIC_TIER = "traffic"
+TRAFFIC_SYSTEM = "production"
+TRAFFIC_ITEM_COLUMNS = ["system", "log_id", "timestamp", "metric", "value"]
+LATENCY_COLUMNS = {
+    "latency_ms": "latency",
+    "retrieval_latency_ms": "retrieval_latency",
+    "generation_latency_ms": "generation_latency",
+}
+MEAN_METRICS = {
+    "error": "error_rate",
+    "cost_usd": "avg_cost_usd",
+    "satisfaction": "avg_satisfaction",
+    "positive_feedback": "positive_feedback_rate",
+}
+
+
+def has_traffic(logs: pd.DataFrame | None) -> bool:
+    """The version logs production traffic with timestamps (the traffic tier applies)."""
+    return logs is not None and "timestamp" in logs.columns
+
+
+def day_interactions(logs: pd.DataFrame | None, day: date, timezone: str) -> pd.DataFrame:
+    """The log rows whose `timestamp` is on `day` in `timezone`, in time order, with a
+    `log_id` (the row number when the file has none). Rows without a timestamp are on no day."""
+    if logs is None or "timestamp" not in logs.columns:
+        return pd.DataFrame(columns=["log_id", "timestamp"])
+    logs = logs.reset_index(drop=True)
+    if "log_id" not in logs.columns:
+        logs = logs.assign(log_id=logs.index.astype(str))
+    selected = logs[on_date(logs["timestamp"], day, timezone)]
+    return selected.sort_values(["timestamp", "log_id"], kind="stable").reset_index(drop=True)
+
+
+def interaction_costs(interactions: pd.DataFrame) -> np.ndarray:
+    """Cost in USD per interaction: `cost_usd` where logged, else `model` + `prompt_tokens` +
+    `completion_tokens` priced by :func:`token_costs`, else NaN."""
+    cost = np.full(len(interactions), np.nan)
+    if "cost_usd" in interactions.columns:
+        cost = interactions["cost_usd"].to_numpy(dtype=float, na_value=np.nan)
+    token_columns = {"model", "prompt_tokens", "completion_tokens"}
+    if token_columns <= set(interactions.columns):
+        priced = token_costs(
+            interactions["model"].tolist(),
+            interactions["prompt_tokens"].to_numpy(dtype=float, na_value=np.nan),
+            interactions["completion_tokens"].to_numpy(dtype=float, na_value=np.nan),
+        )
+        cost = np.where(np.isnan(cost), priced, cost)
+    return cost
+
+
+def traffic_item_values(interactions: pd.DataFrame) -> pd.DataFrame:
+    """Wide per-interaction values: `log_id`, `timestamp`, `volume` (1 per interaction) and
+    one column per metric the logs carry."""
+    values = pd.DataFrame(
+        {
+            "log_id": interactions["log_id"],
+            "timestamp": interactions["timestamp"],
+            "volume": np.ones(len(interactions)),
+        }
+    )
+    for column in LATENCY_COLUMNS:
+        if column in interactions.columns:
+            values[column] = interactions[column].to_numpy(dtype=float, na_value=np.nan)
+    if "error" in interactions.columns:
+        values["error"] = interactions["error"].notna().to_numpy(dtype=float)
+    cost = interaction_costs(interactions)
+    if not np.isnan(cost).all():
+        values["cost_usd"] = cost
+    if "feedback" in interactions.columns:
+        satisfaction = interactions["feedback"].to_numpy(dtype=float, na_value=np.nan)
+        values["satisfaction"] = satisfaction
+        values["positive_feedback"] = positive_feedback(satisfaction)
+    return values
+
+
+def traffic_items(values: pd.DataFrame) -> pd.DataFrame:
+    """Long per-interaction table (`system, log_id, timestamp, metric, value`), NaN dropped."""
+    metrics = [c for c in values.columns if c not in ("log_id", "timestamp")]
+    long = values.melt(
+        id_vars=["log_id", "timestamp"], value_vars=metrics, var_name="metric"
+    ).dropna(subset=["value"])
+    return long.assign(system=TRAFFIC_SYSTEM)[TRAFFIC_ITEM_COLUMNS].reset_index(drop=True)
+
+
+def traffic_values(items: pd.DataFrame) -> pd.DataFrame:
+    """The wide per-interaction values back from the long table of :func:`traffic_items`."""
+    if items.empty:
+        return pd.DataFrame(columns=["log_id", "volume"])
+    wide = items.pivot_table(
+        index="log_id", columns="metric", values="value", aggfunc="first", dropna=False
+    )
+    return wide.reset_index().rename_axis(columns=None)
+
+
+def traffic_quality_rows(values: pd.DataFrame) -> pd.DataFrame:
+    """The day's quality rows: `volume`; `<latency>_p50_ms`/`_p95_ms`/`_p99_ms` (numpy linear
+    percentiles over the interactions that logged it); `error_rate`, `avg_cost_usd`,
+    `avg_satisfaction`, `positive_feedback_rate` (means with bootstrap CIs, over the
+    interactions that have the value); `total_cost_usd` (sum of known costs)."""
+    volume = len(values)
+    rows = [single_values({"volume": float(volume)}, TRAFFIC_TIER, TRAFFIC_SYSTEM, volume)]
+    for column, prefix in LATENCY_COLUMNS.items():
+        if column in values.columns and values[column].notna().any():
+            latency = percentiles(values[column].to_numpy(dtype=float))
+            rows.append(
+                single_values(
+                    {f"{prefix}_{name}_ms": value for name, value in latency.items()},
+                    TRAFFIC_TIER,
+                    TRAFFIC_SYSTEM,
+                    count=int(values[column].notna().sum()),
+                )
+            )
+    means = [c for c in MEAN_METRICS if c in values.columns]
+    if means and volume:
+        summary = summarize_wide(values.assign(system=TRAFFIC_SYSTEM), means, TRAFFIC_TIER)
+        rows.append(summary.assign(metric=summary["metric"].map(MEAN_METRICS)))
+    if "cost_usd" in values.columns:
+        known = values["cost_usd"].dropna()
+        rows.append(
+            single_values(
+                {"total_cost_usd": float(known.sum())}, TRAFFIC_TIER, TRAFFIC_SYSTEM, len(known)
+            )
+        )
+    return pd.concat(rows, ignore_index=True)[QUALITY_COLUMNS]
+
+
+def judged_sample(
+    interactions: pd.DataFrame, corpus: pd.DataFrame | None, size: int, seed: int
+) -> pd.DataFrame:
+    """A seeded sample of the day's interactions for the reference-free judge metrics.
+
+    Eligible: interactions with an `answer` and retrieved context, either logged `contexts`
+    or `retrieved_doc_ids` found in the corpus (their texts, in retrieved order). Draws `size`
+    of them without replacement (numpy `default_rng(seed)`), all when there are fewer; rows
+    come back in time order as `system, query_id (= log_id), question, answer, contexts`.
+    """
+    columns = ["system", "query_id", "question", "answer", "contexts"]
+    if interactions.empty or "answer" not in interactions.columns:
+        return pd.DataFrame(columns=columns)
+    texts = {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
+    logged = (
+        interactions["contexts"]
+        if "contexts" in interactions.columns
+        else pd.Series([None] * len(interactions), index=interactions.index)
+    )
+    contexts = [
+        list(own)
+        if isinstance(own, list | np.ndarray) and len(own)
+        else [texts[d] for d in (ids if isinstance(ids, list | np.ndarray) else []) if d in texts]
+        for own, ids in zip(logged, interactions["retrieved_doc_ids"], strict=True)
+    ]
+    frame = pd.DataFrame(
+        {
+            "system": TRAFFIC_SYSTEM,
+            "query_id": interactions["log_id"].to_numpy(),
+            "question": interactions["question"].to_numpy(),
+            "answer": interactions["answer"].to_numpy(),
+            "contexts": contexts,
+        }
+    )
+    eligible = frame[frame["answer"].notna() & frame["contexts"].map(len).gt(0)]
+    if len(eligible) <= size:
+        return eligible.reset_index(drop=True)
+    chosen = np.sort(np.random.default_rng(seed).choice(len(eligible), size, replace=False))
+    return eligible.iloc[chosen].reset_index(drop=True)
