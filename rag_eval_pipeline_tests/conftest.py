@@ -32,8 +32,11 @@ from rag_eval_pipeline.resources import (
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
 SHIPPED_INSTANCE_CONFIG = PROJECT_ROOT / "dagster.yaml"
+# The shipped instance's storage settings (none: Dagster's stock SQLite storage), for tests.
 SHIPPED_STORAGE = {
-    "storage": yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))["storage"]
+    key: value
+    for key, value in yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8")).items()
+    if key == "storage"
 }
 
 
@@ -74,10 +77,9 @@ def report_config(tmp_path: Path) -> dict:
 CLI_TIMEOUT_S = 300
 
 
-def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
-    """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
-    Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
-    this environment. Fails the test unless it exits 0; returns its standard output."""
+def deployment_env(data_dir: Path, home: Path) -> dict[str, str]:
+    """The environment of a temporary deployment: the Dagster instance in `home`, datasets and
+    warehouse under `data_dir`, no `RAG_EVAL_*` from this environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
     env.update(
         DAGSTER_HOME=str(home),
@@ -85,9 +87,16 @@ def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
         RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
         PYTHONPATH=str(PROJECT_ROOT),
     )
+    return env
+
+
+def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
+    """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
+    Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
+    this environment. Fails the test unless it exits 0; returns its standard output."""
     completed = subprocess.run(
         [sys.executable, "-m", "rag_eval_pipeline.cli", *args],
-        env=env,
+        env=deployment_env(data_dir, home),
         cwd=data_dir,
         capture_output=True,
         text=True,

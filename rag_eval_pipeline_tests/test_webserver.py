@@ -192,7 +192,6 @@ def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> I
     home = tmp / "dagster_home"
     home.mkdir()
     config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
-    config["storage"]["custom"]["config"]["base_dir"] = str(home)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     instance = DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
