@@ -275,3 +275,33 @@ def test_the_next_cli_fails_a_killed_run_and_queues_a_date_range_backfill(
     ]
     assert {run.status for run in queued} == {DagsterRunStatus.QUEUED}
     assert len({run.tags["dagster/backfill"] for run in queued}) == 1
+
+
+def test_two_first_runs_on_a_fresh_dagster_home_do_not_race(tmp_path: Path) -> None:
+    shutil.copytree(DATASETS_DIR / VERSION, tmp_path / "datasets" / VERSION)
+    home = tmp_path / "fresh-home"  # not even created: the first rag-eval creates it
+    clis = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rag_eval_pipeline.cli",
+                "run",
+                "--date",
+                day,
+                "--dataset-version",
+                VERSION,
+                "--select",
+                "key:golden_dataset",
+            ],
+            env=deployment_env(tmp_path, home),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for day in (KILLED_DATE, QUEUED_DATE)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    assert all("  ok: " in output for output in outputs), outputs
