@@ -20,9 +20,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import DagsterEventType, DagsterInstance, DagsterRun, DagsterRunStatus
+from dagster import (
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    in_process_executor,
+    validate_run_config,
+)
 
 from rag_eval_pipeline.cli import build_parser
+from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.run_ownership import RunOwner, process_start_time
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
@@ -82,6 +90,14 @@ def test_conflicting_dates_are_an_error_not_a_silent_choice(
 def test_a_date_range_parses_to_a_backfill() -> None:
     args = build_parser().parse_args(["run", "--from", "2026-11-20", "--to", "2026-11-22"])
     assert (args.from_date, args.to_date) == ("2026-11-20", "2026-11-22")
+
+
+def test_a_run_is_one_process_with_step_retries_available() -> None:
+    job = defs.resolve_job_def("evaluation_job")
+    assert job.executor_def is in_process_executor
+    config = yaml.safe_load((PROJECT_ROOT / "deploy" / "run_config.real_judge.yaml").read_text())
+    resolved = validate_run_config(job, config)["execution"]
+    assert resolved == {"in_process": {"retries": {"enabled": {}}}}
 
 
 @pytest.fixture
