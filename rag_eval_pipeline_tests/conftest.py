@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -104,3 +106,17 @@ def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     return completed.stdout
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group `process` leads (started with `start_new_session=True`, e.g. a
+    webserver or daemon with its code server), SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError):  # a code server still shutting down
+        os.killpg(process.pid, signal.SIGKILL)

@@ -38,6 +38,7 @@ from rag_eval_pipeline_tests.conftest import (
     SHIPPED_INSTANCE_CONFIG,
     deployment_env,
     rag_eval,
+    stop_process_group,
 )
 
 VERSION = "demo-v1"
@@ -243,12 +244,7 @@ def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
             "the daemon to launch and finish the queued run",
         )
     finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait(timeout=60)
+        stop_process_group(daemon)
     log = daemon_log.read_text(errors="replace")
     assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE, log
     assert f"pid {orphan.tags['rag_eval/owner_pid']} " in failure_message(orphan.run_id)
