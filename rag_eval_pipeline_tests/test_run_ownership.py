@@ -6,8 +6,6 @@ fails the orphaned run and launches the queued one, or the next `rag-eval run` f
 it queues a `--from/--to` backfill. Every wait is bounded.
 """
 
-from __future__ import annotations
-
 import os
 import shutil
 import signal
@@ -21,17 +19,27 @@ from pathlib import Path
 import pytest
 import yaml
 from dagster import (
+    AssetExecutionContext,
     DagsterEventType,
     DagsterInstance,
     DagsterRun,
     DagsterRunStatus,
+    SkipReason,
+    asset,
+    build_sensor_context,
     in_process_executor,
+    materialize,
     validate_run_config,
 )
 
 from rag_eval_pipeline.cli import build_parser
 from rag_eval_pipeline.definitions import defs
-from rag_eval_pipeline.run_ownership import RunOwner, process_start_time
+from rag_eval_pipeline.run_ownership import (
+    RunOwner,
+    dead_owner_run_sensor,
+    fail_runs_of_dead_owners,
+    process_start_time,
+)
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
@@ -65,6 +73,32 @@ def test_an_ended_or_recycled_pid_is_dead_and_another_host_never_is() -> None:
         recycled = RunOwner(socket.gethostname(), os.getpid(), "1")
         assert recycled.is_dead(), "same pid, another start time: another process"
     assert not RunOwner(f"not-{socket.gethostname()}", ended.pid, "").is_dead()
+
+
+SEEN_FROM_A_RUN: dict[str, object] = {}
+
+
+@asset
+def looks_at_its_own_run(context: AssetExecutionContext) -> None:
+    """While its run is STARTED, asks for dead owners' runs and evaluates the sensor."""
+    run = context.instance.get_run_by_id(context.run_id)
+    assert run is not None
+    SEEN_FROM_A_RUN["status"] = run.status
+    SEEN_FROM_A_RUN["failed"] = fail_runs_of_dead_owners(context.instance)
+    SEEN_FROM_A_RUN["sensor"] = dead_owner_run_sensor(
+        build_sensor_context(instance=context.instance)
+    )
+
+
+def test_a_live_owners_started_run_is_left_alone(dagster_instance: DagsterInstance) -> None:
+    result = materialize(
+        [looks_at_its_own_run], instance=dagster_instance, tags=RunOwner.current().tags()
+    )
+    assert result.success
+    seen = SEEN_FROM_A_RUN
+    assert seen["status"] == DagsterRunStatus.STARTED and seen["failed"] == []
+    assert isinstance(seen["sensor"], SkipReason)
+    assert seen["sensor"].skip_message == "No run of an ended rag-eval process."
 
 
 @pytest.mark.parametrize(
