@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,8 +31,9 @@ from dagster import (
     materialize,
     validate_run_config,
 )
+from filelock import FileLock
 
-from rag_eval_pipeline.cli import build_parser
+from rag_eval_pipeline.cli import build_parser, main
 from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.run_ownership import (
     RunOwner,
@@ -114,8 +115,6 @@ def test_a_live_owners_started_run_is_left_alone(dagster_instance: DagsterInstan
 def test_conflicting_dates_are_an_error_not_a_silent_choice(
     args: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rag_eval_pipeline.cli import main
-
     with pytest.raises(SystemExit) as exited:
         main(["run", *args])
     assert exited.value.code == 2
@@ -178,12 +177,14 @@ def run_killed_mid_step(data_dir: Path, home: Path) -> DagsterRun:
         stderr=subprocess.DEVNULL,
     )
     try:
-        os.environ["DAGSTER_HOME"] = str(home)
 
         def started_step() -> DagsterRun | None:
-            if not (home / "history" / "runs.db").exists():
+            lock = home / ".rag-eval-instance.lock"
+            if not lock.exists():
                 return None
-            with DagsterInstance.get() as instance:
+            with FileLock(lock):  # the CLI may be creating the instance's schema
+                instance = DagsterInstance.get()
+            with instance:
                 for run in instance.get_runs():
                     if any(
                         event.dagster_event_type == DagsterEventType.STEP_START
@@ -219,21 +220,20 @@ def failure_message(run_id: str) -> str:
 
 
 @pytest.fixture
-def restore_dagster_home() -> Iterator[None]:
-    previous = os.environ.get("DAGSTER_HOME")
-    yield
-    if previous is None:
-        os.environ.pop("DAGSTER_HOME", None)
-    else:
-        os.environ["DAGSTER_HOME"] = previous
-
-
-@pytest.mark.usefixtures("restore_dagster_home")
-def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
-    deployment: tuple[Path, Path],
-) -> None:
+def killed(
+    deployment: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, DagsterRun]:
+    """The deployment's data folder and DAGSTER_HOME (also this process's, for the test's
+    reads), and the run of a `rag-eval run` SIGKILLed mid-step, left STARTED."""
     data_dir, home = deployment
-    orphan = run_killed_mid_step(data_dir, home)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return data_dir, home, run_killed_mid_step(data_dir, home)
+
+
+def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
+    killed: tuple[Path, Path, DagsterRun],
+) -> None:
+    data_dir, home, orphan = killed
     env = deployment_env(data_dir, home)
     queued = subprocess.run(
         [
@@ -293,12 +293,10 @@ def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
     assert len(step_pids) == 1, f"the launched run's steps ran in {step_pids}: not one process"
 
 
-@pytest.mark.usefixtures("restore_dagster_home")
 def test_the_next_cli_fails_a_killed_run_and_queues_a_date_range_backfill(
-    deployment: tuple[Path, Path],
+    killed: tuple[Path, Path, DagsterRun],
 ) -> None:
-    data_dir, home = deployment
-    orphan = run_killed_mid_step(data_dir, home)
+    data_dir, home, orphan = killed
     stdout = rag_eval(
         data_dir,
         home,
