@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+PORT ?= 3000
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
@@ -36,8 +37,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
 	$(BIN)/ruff format --check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
 
+# `make ui PORT=3001`. Started from DAGSTER_HOME, so dagster dev does not warn about the
+# project's template dagster.yaml; its hint to use `dg dev` (not installed) is silenced.
 ui: $(STAMP) $(DAGSTER_HOME)
-	$(BIN)/dagster dev -w workspace.yaml
+	cd $(DAGSTER_HOME) && PYTHONWARNINGS='ignore:Function `dev_command` is superseded' \
+		$(CURDIR)/$(BIN)/dagster dev -w $(CURDIR)/workspace.yaml -p $(PORT)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ir_metrics.py

@@ -4,7 +4,7 @@ Builds a job with the same asset keys, dependencies and partitions as the evalua
 as many asset checks, where every asset writes a one-row table through the project's Parquet IO
 manager and every check passes, and materializes it for the given dataset versions on one date,
 one run per partition as `rag-eval run` does, on a fresh instance from the shipped
-``dagster.yaml`` (the pooled SQLite storage) and a fresh warehouse. The time printed runs from
+``dagster.yaml`` (Dagster's stock SQLite storage) and a fresh warehouse. The time printed runs from
 process start (imports included) but leaves out the one-time creation of the instance's
 database schema, which a `rag-eval run` on an existing instance does not pay: it is what that
 many steps cost before any metric is computed, a lower bound of any run of those partitions.
@@ -63,8 +63,6 @@ def main() -> None:
 def create_instance_schema() -> float:
     """Create the new instance's databases; returns the seconds it took (storage imports not
     counted: every run pays them)."""
-    import rag_eval_pipeline.instance_storage  # noqa: F401
-
     started = time.perf_counter()
     DagsterInstance.get().dispose()
     return time.perf_counter() - started

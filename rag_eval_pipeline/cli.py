@@ -2,6 +2,7 @@
 
 rag-eval validate PATH
 rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION] [--force]
+rag-eval run [--dataset-version V ...] --from YYYY-MM-DD --to YYYY-MM-DD   (a Dagster backfill)
 rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
 """
 
@@ -11,10 +12,11 @@ import argparse
 import atexit
 import json
 import os
+import re
+import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -22,7 +24,6 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
-from rag_eval_pipeline.parallel_runs import PartitionRun, available_cores, run_partitions
 from rag_eval_pipeline.settings import (
     DATASETS_DIR,
     MAX_FILE_MB,
@@ -33,7 +34,9 @@ from rag_eval_pipeline.settings import (
 )
 
 if TYPE_CHECKING:
-    from dagster import AssetKey, DagsterInstance, JobDefinition
+    from dagster import DagsterInstance
+
+    from rag_eval_pipeline.resources import DatasetsResource
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -49,18 +52,50 @@ def _valid_date(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date (YYYY-MM-DD)") from error
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
-    return int(text)
+class _Once(argparse.Action):
+    """Store an option's value, refusing a second occurrence instead of replacing the first."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, f"_{self.dest}_given", False):
+            parser.error(f"{option_string} given twice (use --from and --to for a date range)")
+        setattr(namespace, f"_{self.dest}_given", True)
+        setattr(namespace, self.dest, values)
 
 
-def _ensure_dagster_home() -> None:
+def _ensure_dagster_home() -> Path:
+    """`DAGSTER_HOME` (default `.dagster_home/`), created with the shipped `dagster.yaml`."""
     home = Path(os.environ.setdefault("DAGSTER_HOME", str(PROJECT_ROOT / ".dagster_home")))
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists() and (PROJECT_ROOT / "dagster.yaml").exists():
-        config.write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+        temporary = config.with_name(f".dagster.yaml.{os.getpid()}.tmp")
+        temporary.write_text((PROJECT_ROOT / "dagster.yaml").read_text())
+        os.replace(temporary, config)
+    return home
+
+
+def open_instance() -> DagsterInstance:
+    """The persistent instance, created under a file lock so that two first uses of a fresh
+    `DAGSTER_HOME` do not race on creating its databases' schema."""
+    from dagster import DagsterInstance
+    from filelock import FileLock
+
+    from rag_eval_pipeline.partitions import DATASET_VERSION
+
+    home = _ensure_dagster_home()
+    with FileLock(home / ".rag-eval-instance.lock"):
+        instance = DagsterInstance.get()
+        # Touch every storage, so that each creates its schema while the lock is held.
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions(DATASET_VERSION)
+        instance.all_instigator_state()
+    return instance
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -82,22 +117,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Register dataset versions and materialize the selected assets for each on one date.
+    """Register dataset versions, then materialize the selected assets for each on one date in
+    this process, or launch a backfill over a date range (`--from`/`--to`) for the daemon.
 
     A partition already materialized successfully from the same inputs (its `run_fingerprint`)
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
-    _ensure_dagster_home()
-    from dagster import AssetSelection, DagsterInstance, DagsterRunStatus, RunsFilter
-    from upath import UPath
-
-    from rag_eval_pipeline.assets.report import evaluation_report, report_path
-    from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.evaluation.store import WarehouseStore
-    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
     from rag_eval_pipeline.resources import DatasetsResource
-    from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
 
     datasets = DatasetsResource()
     scan = datasets.scan()
@@ -108,17 +134,54 @@ def cmd_run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown or invalid dataset version(s): {', '.join(unknown)}", file=sys.stderr)
         return 2
-    instance = DagsterInstance.get()
+    instance = open_instance()
+    _fail_runs_of_dead_cli_processes(instance)
+    versions, problems = _register_valid_versions(instance, datasets, versions)
+    if problems and args.dataset_version:
+        return 2
+    if args.from_date:
+        return _launch_backfill(instance, versions, args)
+    return _materialize_date(instance, versions, args)
+
+
+def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
+    from rag_eval_pipeline.run_ownership import fail_runs_of_dead_owners
+
+    for run_id in fail_runs_of_dead_owners(instance):
+        print(
+            f"run {run_id} was left unfinished by a rag-eval process that ended: marked failed",
+            file=sys.stderr,
+        )
+
+
+def _register_valid_versions(
+    instance: DagsterInstance, datasets: DatasetsResource, versions: Sequence[str]
+) -> tuple[list[str], dict[str, str]]:
+    """Validate the versions not registered yet and register the valid ones; returns the
+    versions to evaluate and the problems of those left out (one line printed for each)."""
+    from rag_eval_pipeline.partitions import DATASET_VERSION
+
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
     problems = {v: p for v in versions if v not in registered and (p := datasets.problem(v))}
     for version, problem in problems.items():
         print(f"invalid dataset version {version!r}: {problem}", file=sys.stderr)
-    if problems and args.dataset_version:
-        return 2
-    versions = [v for v in versions if v not in problems]
-    new = [v for v in versions if v not in registered]
+    valid = [v for v in versions if v not in problems]
+    new = [v for v in valid if v not in registered]
     if new:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
+    return valid, problems
+
+
+def _materialize_date(
+    instance: DagsterInstance, versions: Sequence[str], args: argparse.Namespace
+) -> int:
+    """Materialize each version's partition on `args.date`, one run after another, here."""
+    from dagster import AssetSelection
+
+    from rag_eval_pipeline.definitions import defs
+    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.run_ownership import RunOwner
+
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
     selection = (
@@ -129,81 +192,133 @@ def cmd_run(args: argparse.Namespace) -> int:
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
-    pending: list[PartitionRun] = []
-    for version in versions:
-        key = evaluation_partition_key(version, args.date)
-        fingerprint = partition_fingerprint(
-            version_dir=Path(datasets.root) / version,
-            version=version,
-            date=args.date,
-            store=WarehouseStore(WAREHOUSE_URL),
-            selection=selected_assets if selection else None,
-        )
-        tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
-        if fingerprint and not args.force:
-            previous = instance.get_runs(
-                filters=RunsFilter(
-                    tags={"dagster/partition": str(key), **tags},
-                    statuses=[DagsterRunStatus.SUCCESS],
-                ),
-                limit=1,
-            )
-            reports = (
-                [report_path(REPORTS_DIR, version, args.date)]
-                if "/".join(evaluation_report.key.path) in selected_assets
-                else []
-            )
-            if previous and outputs_present(
-                UPath(WAREHOUSE_URL), selected_assets, version, args.date, files=reports
-            ):
-                print(
-                    f"{key} is up to date: run {previous[0].run_id} materialized it from the "
-                    "same data, code and configuration (--force runs it again)"
-                )
-                continue
-        pending.append(PartitionRun(version=version, key=str(key), tags=tags))
+    pending = [
+        (version, tags)
+        for version in versions
+        if (tags := _run_tags_unless_up_to_date(instance, version, args, selected_assets))
+        is not None
+    ]
     if pending:
-        at_once = min(args.jobs, len(pending))
+        keys = ", ".join(f"{version}|{args.date}" for version, _ in pending)
+        print(f"materializing {keys} ...", flush=True)
+    owner = RunOwner.current().tags()
+    failed = []
+    for version, tags in pending:
+        result = job.execute_in_process(
+            partition_key=f"{version}|{args.date}",
+            instance=instance,
+            asset_selection=selection,
+            raise_on_error=False,
+            tags={**tags, **owner},
+            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
+        )
         print(
-            f"materializing {', '.join(run.key for run in pending)} ({at_once} at a time) ...",
+            f"  {'ok' if result.success else 'FAILED'}: {version}|{args.date}, run {result.run_id}",
             flush=True,
         )
-    materialize = partial(
-        _materialize_partition,
-        job,
-        instance,
-        selection=selection,
-        run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
-    )
-    failed = []
-    for run, run_id, success in run_partitions(materialize, pending, args.jobs):
-        print(f"  {'ok' if success else 'FAILED'}: {run.key}, run {run_id}", flush=True)
-        if not success:
-            failed.append(run.version)
+        if not result.success:
+            failed.append(version)
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
 
 
-def _materialize_partition(
-    job: JobDefinition,
+def _run_tags_unless_up_to_date(
     instance: DagsterInstance,
-    run: PartitionRun,
-    *,
-    selection: Sequence[AssetKey] | None,
-    run_config: Mapping[str, Any],
-) -> tuple[str, bool]:
-    """One Dagster run of `job` for `run`'s partition; returns its run id and success."""
-    result = job.execute_in_process(
-        partition_key=run.key,
-        instance=instance,
-        asset_selection=selection,
-        raise_on_error=False,
-        tags=dict(run.tags),
-        run_config=dict(run_config),
+    version: str,
+    args: argparse.Namespace,
+    selected_assets: Sequence[str],
+) -> dict[str, str] | None:
+    """The fingerprint tags of `version`'s run on `args.date`, or None (after saying so) when a
+    successful run with the same fingerprint exists and its outputs are still stored."""
+    from dagster import DagsterRunStatus, RunsFilter
+    from upath import UPath
+
+    from rag_eval_pipeline.assets.report import evaluation_report, report_path
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
+    from rag_eval_pipeline.partitions import evaluation_partition_key
+    from rag_eval_pipeline.resources import DatasetsResource
+    from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
+
+    key = evaluation_partition_key(version, args.date)
+    fingerprint = partition_fingerprint(
+        version_dir=Path(DatasetsResource().root) / version,
+        version=version,
+        date=args.date,
+        store=WarehouseStore(WAREHOUSE_URL),
+        selection=selected_assets if args.select else None,
     )
-    return result.run_id, result.success
+    tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
+    if not fingerprint or args.force:
+        return tags
+    previous = instance.get_runs(
+        filters=RunsFilter(
+            tags={"dagster/partition": str(key), **tags}, statuses=[DagsterRunStatus.SUCCESS]
+        ),
+        limit=1,
+    )
+    reports = (
+        [report_path(REPORTS_DIR, version, args.date)]
+        if "/".join(evaluation_report.key.path) in selected_assets
+        else []
+    )
+    if previous and outputs_present(
+        UPath(WAREHOUSE_URL), selected_assets, version, args.date, files=reports
+    ):
+        print(
+            f"{key} is up to date: run {previous[0].run_id} materialized it from the "
+            "same data, code and configuration (--force runs it again)"
+        )
+        return None
+    return tags
+
+
+def backfill_partition_keys(versions: Sequence[str], first: str, last: str) -> list[str]:
+    """The partition keys of `versions` on every date from `first` to `last`, both included."""
+    days = pd.date_range(first, last, freq="D").strftime("%Y-%m-%d")
+    return [f"{version}|{day}" for day in days for version in versions]
+
+
+def _launch_backfill(
+    instance: DagsterInstance, versions: Sequence[str], args: argparse.Namespace
+) -> int:
+    """Launch a Dagster backfill of the evaluation job over the date range, with Dagster's own
+    `dagster job backfill`: its runs enter the instance's run queue, and the daemon executes
+    them, at most `max_concurrent_runs` at a time."""
+    from dagster import RunsFilter
+
+    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
+
+    keys = backfill_partition_keys(versions, args.from_date, args.to_date)
+    command = [
+        str(Path(sys.executable).with_name("dagster")),
+        "job",
+        "backfill",
+        "-w",
+        str(PROJECT_ROOT / "workspace.yaml"),
+        "-j",
+        EVALUATION_JOB_NAME,
+        "--partitions",
+        ",".join(keys),
+        "--noprompt",
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT)
+    launched = re.search(r"Launched backfill job `([^`]+)`", completed.stdout)
+    if completed.returncode != 0 or launched is None:
+        print(completed.stdout + completed.stderr, file=sys.stderr)
+        print("the backfill could not be launched", file=sys.stderr)
+        return 1
+    queued = instance.get_runs(filters=RunsFilter(tags={"dagster/backfill": launched.group(1)}))
+    print(
+        f"backfill {launched.group(1)}: {len(queued)} run(s) queued, one per partition "
+        f"({len(versions)} version(s) x {len(keys) // len(versions)} date(s)).\n"
+        "The Dagster daemon executes them, max_concurrent_runs at a time: it runs with `make ui` "
+        "(or `dagster-daemon run -w workspace.yaml`).\n"
+        f"Watch it at http://127.0.0.1:3000/runs/b/{launched.group(1)} or with "
+        f"`dagster run list`; `rag-eval scorecard --date D` once its runs succeed."
+    )
+    return 0
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
@@ -307,20 +422,23 @@ def build_parser() -> argparse.ArgumentParser:
     validate.set_defaults(handler=cmd_validate)
     run = commands.add_parser("run", help="materialize the evaluation for versions on a date")
     run.add_argument("--dataset-version", action="append", help="repeatable; default: all")
-    run.add_argument("--date", type=_valid_date, default=_today(), help="default: today (UTC)")
+    run.add_argument(
+        "--date", type=_valid_date, action=_Once, default=_today(), help="default: today (UTC)"
+    )
+    run.add_argument(
+        "--from",
+        dest="from_date",
+        type=_valid_date,
+        action=_Once,
+        help="first date of a backfill (with --to): queued for the Dagster daemon",
+    )
+    run.add_argument(
+        "--to", dest="to_date", type=_valid_date, action=_Once, help="last date of a backfill"
+    )
     run.add_argument("--select", help="Dagster asset selection, e.g. 'retrieval_metrics+'")
     run.add_argument("--log-level", default="WARNING", help="Dagster console log level")
     run.add_argument(
         "--force", action="store_true", help="materialize even partitions that are up to date"
-    )
-    run.add_argument(
-        "--jobs",
-        type=_positive_int,
-        default=1,
-        help=(
-            "partitions materialized at once, each in a forked process (default: 1; "
-            f"this machine has {available_cores()} cores)"
-        ),
     )
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
@@ -341,8 +459,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        _check_date_range(parser, args)
     return int(args.handler(args))
+
+
+def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`--from` and `--to` come together, in order, and without `--date`, `--select` or
+    `--force` (a backfill runs the whole evaluation job on every partition)."""
+    if args.from_date is None and args.to_date is None:
+        return
+    if args.from_date is None or args.to_date is None:
+        parser.error("--from and --to go together")
+    if args.from_date > args.to_date:
+        parser.error(f"--from {args.from_date} is after --to {args.to_date}")
+    for option, given in (
+        ("--date", getattr(args, "_date_given", False)),
+        ("--select", args.select),
+        ("--force", args.force),
+    ):
+        if given:
+            parser.error(f"{option} does not apply to a --from/--to backfill")
 
 
 def run_and_exit() -> NoReturn:

@@ -2,7 +2,7 @@
 
 import os
 
-from dagster import Definitions, load_assets_from_modules
+from dagster import Definitions, in_process_executor, load_assets_from_modules
 
 from rag_eval_pipeline.assets import (
     comparison,
@@ -32,6 +32,7 @@ from rag_eval_pipeline.resources import (
     ResultCacheResource,
     WarehouseResource,
 )
+from rag_eval_pipeline.run_ownership import dead_owner_run_sensor
 from rag_eval_pipeline.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.sensors import dataset_version_sensor, regression_alert_sensor
 from rag_eval_pipeline.settings import (
@@ -98,6 +99,8 @@ defs = Definitions(
     jobs=[evaluation_job],
     schedules=[daily_evaluation_schedule],
     asset_checks=ALL_CHECKS,
-    sensors=[dataset_version_sensor, regression_alert_sensor],
+    sensors=[dataset_version_sensor, regression_alert_sensor, dead_owner_run_sensor],
     resources=default_resources(),
+    # Assets materialized from the UI outside evaluation_job run in one process too (jobs.py).
+    executor=in_process_executor,
 )

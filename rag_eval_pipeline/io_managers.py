@@ -32,10 +32,6 @@ from dagster import (
     OutputContext,
     UPathIOManager,
 )
-from dagster._core.storage.upath_io_manager import (
-    escape_dotdot_segments,
-    escape_leading_slash,
-)
 from pydantic import Field
 from upath import UPath
 
@@ -57,6 +53,16 @@ def _is_local(path: UPath) -> bool:
 
 def _temporary_prefix(target: Path) -> str:
     return f".{target.name}."
+
+
+def escape_partition_path(partition: str) -> str:
+    """`partition` as a path relative to the base, whatever its text: a leading `/` becomes
+    `%2F` (joining an absolute path would drop the base) and every whole `..` segment `%2E%2E`
+    (`my..backup` stays); the rest is unchanged. The same escaping as Dagster's `UPathIOManager`.
+    """
+    if partition.startswith("/"):
+        partition = "%2F" + partition[1:]
+    return "/".join("%2E%2E" if segment == ".." else segment for segment in partition.split("/"))
 
 
 def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
@@ -204,7 +210,7 @@ class ParquetIOManager(UPathIOManager):
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
         """Escape a leading `/` and `..` segments: partition keys never climb out of the base."""
-        return base_path / escape_dotdot_segments(escape_leading_slash(partition))
+        return base_path / escape_partition_path(partition)
 
     def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
         if isinstance(obj, pd.DataFrame):

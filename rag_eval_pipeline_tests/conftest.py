@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,8 +34,11 @@ from rag_eval_pipeline.resources import (
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
 SHIPPED_INSTANCE_CONFIG = PROJECT_ROOT / "dagster.yaml"
+# The shipped instance's storage settings (none: Dagster's stock SQLite storage), for tests.
 SHIPPED_STORAGE = {
-    "storage": yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))["storage"]
+    key: value
+    for key, value in yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8")).items()
+    if key == "storage"
 }
 
 
@@ -80,11 +85,9 @@ def report_config(tmp_path: Path) -> dict:
 CLI_TIMEOUT_S = 300
 
 
-def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
-    """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
-    Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
-    this environment. Fails the test unless it exits with `exit_code` (0 by default); returns
-    its standard output, or its standard error when it is expected to fail."""
+def deployment_env(data_dir: Path, home: Path) -> dict[str, str]:
+    """The environment of a temporary deployment: the Dagster instance in `home`, datasets and
+    warehouse under `data_dir`, no `RAG_EVAL_*` from this environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
     env.update(
         DAGSTER_HOME=str(home),
@@ -92,9 +95,16 @@ def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
         RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
         PYTHONPATH=str(PROJECT_ROOT),
     )
+    return env
+
+
+def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
+    """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment
+    (`deployment_env`). Fails the test unless it exits with `exit_code` (0 by default); returns
+    its standard output, or its standard error when it is expected to fail."""
     completed = subprocess.run(
         [sys.executable, "-m", "rag_eval_pipeline.cli", *args],
-        env=env,
+        env=deployment_env(data_dir, home),
         cwd=data_dir,
         capture_output=True,
         text=True,
@@ -102,3 +112,17 @@ def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
     )
     assert completed.returncode == exit_code, completed.stdout + completed.stderr
     return completed.stdout if exit_code == 0 else completed.stderr
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group `process` leads (started with `start_new_session=True`, e.g. a
+    webserver or daemon with its code server), SIGKILL if it lingers."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=15)
+    with contextlib.suppress(ProcessLookupError):  # a code server still shutting down
+        os.killpg(process.pid, signal.SIGKILL)

@@ -38,11 +38,7 @@ SELECTION = [
 TIMEOUT_S = 900
 ONE_RUN_AT_A_TIME = {
     **SHIPPED_STORAGE,
-    "run_coordinator": {
-        "module": "dagster._core.run_coordinator",
-        "class": "QueuedRunCoordinator",
-        "config": {"max_concurrent_runs": 1},
-    },
+    "run_queue": {"max_concurrent_runs": 1},
 }
 
 

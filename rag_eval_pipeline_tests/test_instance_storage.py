@@ -1,8 +1,9 @@
-"""The shipped instance storage: Dagster's SQLite files, pooled connections, nothing lost.
+"""The opt-in pooled instance storage: Dagster's SQLite files, pooled connections, nothing lost.
 
-Runs real materializations on instances built from the shipped ``dagster.yaml`` and reads them
-back through a second, independent instance on the same folder (what the webserver and the
-daemon do), across more runs than the engine LRU holds, and after a wipe.
+Runs real materializations on instances built from ``deploy/dagster.pooled-sqlite.yaml`` and
+reads them back through a second, independent instance on the same folder (what the webserver
+and the daemon do), across more runs than the engine LRU holds, and after a wipe. On a Dagster
+version it was not tested with, the opt-in falls back to Dagster's stock storage.
 """
 
 import logging
@@ -25,7 +26,10 @@ from rag_eval_pipeline.instance_storage import (
     PooledSqliteRunStorage,
     PooledSqliteStorage,
 )
-from rag_eval_pipeline_tests.conftest import SHIPPED_INSTANCE_CONFIG
+from rag_eval_pipeline.pooled_storage import TESTED_DAGSTER_VERSIONS, storage_class
+from rag_eval_pipeline_tests.conftest import PROJECT_ROOT
+
+POOLED_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.pooled-sqlite.yaml"
 
 RUNS = MAX_OPEN_ENGINES + 4
 PARTITIONS = StaticPartitionsDefinition([f"p{i}" for i in range(RUNS)])
@@ -39,8 +43,8 @@ def counted(context: AssetExecutionContext) -> MaterializeResult:
 
 
 def shipped_instance(home: Path) -> DagsterInstance:
-    """An instance from the shipped dagster.yaml, with its storage rooted at `home`."""
-    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
+    """An instance from the opt-in pooled dagster.yaml, with its storage rooted at `home`."""
+    config = yaml.safe_load(POOLED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
     config["storage"]["custom"]["config"]["base_dir"] = str(home)
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
@@ -52,7 +56,15 @@ def indexes(instance: DagsterInstance) -> list[float]:
     return [r.asset_materialization.metadata["index"].value for r in records.records]
 
 
-def test_shipped_config_selects_the_pooled_storage(tmp_path: Path) -> None:
+def test_an_untested_dagster_version_falls_back_to_the_stock_storage() -> None:
+    (tested,) = TESTED_DAGSTER_VERSIONS
+    assert storage_class(tested) == (PooledSqliteStorage, None)
+    fallback, reason = storage_class("99.0.0")
+    assert fallback.__name__ == "DagsterSqliteStorage" and fallback is not PooledSqliteStorage
+    assert reason is not None and "99.0.0" in reason
+
+
+def test_pooled_config_selects_the_pooled_storage(tmp_path: Path) -> None:
     with shipped_instance(tmp_path / "home") as instance:
         assert isinstance(instance.get_ref().storage, PooledSqliteStorage)
         assert isinstance(instance.run_storage, PooledSqliteRunStorage)

@@ -27,6 +27,7 @@ from rag_eval_pipeline.io_managers import (
     MissingPartitionError,
     ParquetIOManager,
     ParquetIOManagerResource,
+    escape_partition_path,
     write_parquet_atomically,
     write_tables_atomically,
 )
@@ -138,3 +139,22 @@ def test_pipeline_materializes_to_an_fsspec_memory_base(
     assert quality.set_index("metric").loc["mrr", "system"] == "reranked"
     assert UPath(f"{base}/golden_dataset/scifact-test/2026-11-21/qrels.parquet").exists()
     assert not (tmp_path / "warehouse").exists()
+
+
+@pytest.mark.parametrize(
+    ("partition", "escaped"),
+    [
+        ("demo-v1/2026-11-20", "demo-v1/2026-11-20"),
+        ("/etc/passwd", "%2Fetc/passwd"),
+        ("../../x", "%2E%2E/%2E%2E/x"),
+        ("a/../b", "a/%2E%2E/b"),
+        ("my..backup/..", "my..backup/%2E%2E"),
+        ("/..", "%2F.."),
+    ],
+)
+def test_partition_paths_never_climb_out_of_the_base(partition: str, escaped: str) -> None:
+    assert escape_partition_path(partition) == escaped
+    path = ParquetIOManager(base_path=UPath("/warehouse")).make_safe_partition_path(
+        UPath("/warehouse/asset"), partition
+    )
+    assert str(path) == f"/warehouse/asset/{escaped}"

@@ -10,10 +10,8 @@ the scorecard's checks.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from rag_eval_pipeline_tests.conftest import (
     PROJECT_ROOT,
     SHIPPED_INSTANCE_CONFIG,
     evaluation_resources,
+    stop_process_group,
 )
 
 VERSION = "scifact-test"
@@ -168,19 +167,6 @@ def wait_until_ready(url: str, process: subprocess.Popen, log: Path, deadline: f
     )
 
 
-def stop(process: subprocess.Popen) -> None:
-    """SIGTERM the webserver's process group (webserver + code server), SIGKILL if it lingers."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):  # a code server still shutting down
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 @pytest.fixture(scope="module")
 def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Webserver]:
     """The webserver on a temporary instance holding real materializations of Tier 1.
@@ -192,7 +178,6 @@ def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> I
     home = tmp / "dagster_home"
     home.mkdir()
     config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
-    config["storage"]["custom"]["config"]["base_dir"] = str(home)
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     instance = DagsterInstance.from_config(str(home))
     instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
@@ -228,7 +213,7 @@ def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> I
         wait_until_ready(url, process, log, deadline=started + STARTUP_TIMEOUT_S)
         yield Webserver(url, process)
     finally:
-        stop(process)
+        stop_process_group(process)
         instance.dispose()
 
 

@@ -1,0 +1,154 @@
+"""Runs that `rag-eval run` executes in its own process name their owner; a dead owner's runs fail.
+
+`rag-eval run` executes each partition's run in process, so no run launcher watches it: a CLI
+killed mid-run (SIGKILL, OOM, Ctrl-C twice) would leave its run STARTED forever, and with the
+run queue's `max_concurrent_runs` such runs block every scheduled, sensor, backfill and UI run.
+Every CLI run is therefore tagged with its owner process (host, pid and the process's start
+time, so a recycled pid is not mistaken for the owner), and a run whose owner on this host is
+gone is reported failed through the instance:
+
+- by `rag-eval run` itself before it starts its own runs, and
+- by `dead_owner_run_sensor` in the daemon every 30 seconds, so the queue is unblocked even when
+  no CLI runs again.
+
+Runs of owners on other hosts are left alone: their liveness cannot be seen from here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from dagster import (
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    DefaultSensorStatus,
+    RunsFilter,
+    SensorEvaluationContext,
+    SkipReason,
+    sensor,
+)
+
+OWNER_HOST_TAG = "rag_eval/owner_host"
+OWNER_PID_TAG = "rag_eval/owner_pid"
+OWNER_STARTED_TAG = "rag_eval/owner_started"
+# A run an owner executes in process passes through these statuses before it ends.
+OWNED_RUN_STATUSES = [
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+    DagsterRunStatus.CANCELING,
+]
+
+
+def process_start_time(pid: int) -> str:
+    """The start time of process `pid` in clock ticks since boot (Linux `/proc`), "" if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # Fields after the parenthesized command name (which may contain spaces): state is field 3,
+    # starttime field 22.
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@dataclass(frozen=True)
+class RunOwner:
+    """The process that executes a run in process: host name, pid, start time ("" if unknown)."""
+
+    host: str
+    pid: int
+    started: str
+
+    @classmethod
+    def current(cls) -> RunOwner:
+        """This process."""
+        return cls(socket.gethostname(), os.getpid(), process_start_time(os.getpid()))
+
+    @classmethod
+    def from_tags(cls, tags: dict[str, str]) -> RunOwner | None:
+        """The owner recorded in a run's tags; None for runs without (well-formed) owner tags."""
+        pid = tags.get(OWNER_PID_TAG, "")
+        if OWNER_HOST_TAG not in tags or not pid.isdigit():
+            return None
+        return cls(tags[OWNER_HOST_TAG], int(pid), tags.get(OWNER_STARTED_TAG, ""))
+
+    def tags(self) -> dict[str, str]:
+        """The run tags naming this owner."""
+        return {
+            OWNER_HOST_TAG: self.host,
+            OWNER_PID_TAG: str(self.pid),
+            OWNER_STARTED_TAG: self.started,
+        }
+
+    def is_dead(self) -> bool:
+        """Whether this owner, on this host, has ended (its pid is gone, a zombie, or another
+        process's). An owner on another host is never declared dead."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # a process of another user holds the pid: alive, but maybe not our owner
+        if _is_zombie(self.pid):
+            return True
+        return bool(self.started) and process_start_time(self.pid) not in ("", self.started)
+
+
+def runs_of_dead_owners(instance: DagsterInstance) -> list[tuple[DagsterRun, RunOwner]]:
+    """Unfinished runs owned by a process of this host that has ended."""
+    runs = instance.get_runs(
+        filters=RunsFilter(statuses=OWNED_RUN_STATUSES, tags={OWNER_HOST_TAG: socket.gethostname()})
+    )
+    found = []
+    for run in runs:
+        owner = RunOwner.from_tags(dict(run.tags))
+        if owner is not None and owner.is_dead():
+            found.append((run, owner))
+    return found
+
+
+def fail_runs_of_dead_owners(instance: DagsterInstance) -> list[str]:
+    """Report every unfinished run of a dead owner on this host failed; returns their run ids."""
+    failed = []
+    for run, owner in runs_of_dead_owners(instance):
+        instance.report_run_failed(
+            run,
+            message=(
+                f"The process that executed this run in process (pid {owner.pid} on {owner.host}, "
+                "a `rag-eval run`) ended before the run did; marked failed so the run queue "
+                "no longer counts it as in progress."
+            ),
+        )
+        failed.append(run.run_id)
+    return failed
+
+
+@sensor(
+    minimum_interval_seconds=30,
+    default_status=DefaultSensorStatus.RUNNING,
+    description=(
+        "Marks failed the runs a `rag-eval run` process on this host executed in process and "
+        "left unfinished when it died, so they stop counting against max_concurrent_runs."
+    ),
+)
+def dead_owner_run_sensor(context: SensorEvaluationContext) -> SkipReason:
+    failed = fail_runs_of_dead_owners(context.instance)
+    for run_id in failed:
+        context.log.warning(f"Run {run_id} lost its rag-eval process: marked failed.")
+    if failed:
+        return SkipReason(f"Marked {len(failed)} run(s) of ended rag-eval processes failed.")
+    return SkipReason("No run of an ended rag-eval process.")

@@ -1,0 +1,351 @@
+"""No run stays STARTED after its `rag-eval run` process dies, and the run queue moves on.
+
+A `rag-eval run` is SIGKILLed mid-step on a temporary deployment whose run queue admits one run
+at a time. Then either the Dagster daemon (`dagster-daemon run`, its `dead_owner_run_sensor`)
+fails the orphaned run and launches the queued one, or the next `rag-eval run` fails it before
+it queues a `--from/--to` backfill. Every wait is bounded.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from dagster import (
+    AssetExecutionContext,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
+    SkipReason,
+    asset,
+    build_sensor_context,
+    in_process_executor,
+    materialize,
+    validate_run_config,
+)
+from filelock import FileLock
+
+from rag_eval_pipeline.cli import build_parser, main
+from rag_eval_pipeline.definitions import defs
+from rag_eval_pipeline.run_ownership import (
+    RunOwner,
+    dead_owner_run_sensor,
+    fail_runs_of_dead_owners,
+    process_start_time,
+)
+from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
+    PROJECT_ROOT,
+    SHIPPED_INSTANCE_CONFIG,
+    deployment_env,
+    rag_eval,
+    stop_process_group,
+)
+
+VERSION = "demo-v1"
+KILLED_DATE = "2026-11-20"
+QUEUED_DATE = "2026-11-21"
+WAIT_S = 240
+BIN = Path(sys.executable).parent
+
+
+def test_this_process_is_a_live_owner_and_its_tags_round_trip() -> None:
+    owner = RunOwner.current()
+    assert owner.host == socket.gethostname() and owner.pid == os.getpid()
+    assert not owner.is_dead()
+    assert RunOwner.from_tags(owner.tags()) == owner
+    assert RunOwner.from_tags({"rag_eval/owner_host": owner.host}) is None
+    assert RunOwner.from_tags({**owner.tags(), "rag_eval/owner_pid": "12x"}) is None
+
+
+def test_an_ended_or_recycled_pid_is_dead_and_another_host_never_is() -> None:
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait(timeout=60)
+    assert RunOwner(socket.gethostname(), ended.pid, "").is_dead()
+    if process_start_time(os.getpid()):
+        recycled = RunOwner(socket.gethostname(), os.getpid(), "1")
+        assert recycled.is_dead(), "same pid, another start time: another process"
+    assert not RunOwner(f"not-{socket.gethostname()}", ended.pid, "").is_dead()
+
+
+SEEN_FROM_A_RUN: dict[str, object] = {}
+
+
+@asset
+def looks_at_its_own_run(context: AssetExecutionContext) -> None:
+    """While its run is STARTED, asks for dead owners' runs and evaluates the sensor."""
+    run = context.instance.get_run_by_id(context.run_id)
+    assert run is not None
+    SEEN_FROM_A_RUN["status"] = run.status
+    SEEN_FROM_A_RUN["failed"] = fail_runs_of_dead_owners(context.instance)
+    SEEN_FROM_A_RUN["sensor"] = dead_owner_run_sensor(
+        build_sensor_context(instance=context.instance)
+    )
+
+
+def test_a_live_owners_started_run_is_left_alone(dagster_instance: DagsterInstance) -> None:
+    result = materialize(
+        [looks_at_its_own_run], instance=dagster_instance, tags=RunOwner.current().tags()
+    )
+    assert result.success
+    seen = SEEN_FROM_A_RUN
+    assert seen["status"] == DagsterRunStatus.STARTED and seen["failed"] == []
+    assert isinstance(seen["sensor"], SkipReason)
+    assert seen["sensor"].skip_message == "No run of an ended rag-eval process."
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--date", "2026-11-20", "--date", "2026-11-21"],
+        ["--from", "2026-11-20"],
+        ["--from", "2026-11-21", "--to", "2026-11-20"],
+        ["--from", "2026-11-20", "--to", "2026-11-21", "--date", "2026-11-20"],
+        ["--from", "2026-11-20", "--to", "2026-11-21", "--select", "golden_dataset"],
+    ],
+)
+def test_conflicting_dates_are_an_error_not_a_silent_choice(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", *args])
+    assert exited.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_a_date_range_parses_to_a_backfill() -> None:
+    args = build_parser().parse_args(["run", "--from", "2026-11-20", "--to", "2026-11-22"])
+    assert (args.from_date, args.to_date) == ("2026-11-20", "2026-11-22")
+
+
+def test_a_run_is_one_process_with_step_retries_available() -> None:
+    job = defs.resolve_job_def("evaluation_job")
+    assert job.executor_def is in_process_executor
+    config = yaml.safe_load((PROJECT_ROOT / "deploy" / "run_config.real_judge.yaml").read_text())
+    resolved = validate_run_config(job, config)["execution"]
+    assert resolved == {"in_process": {"retries": {"enabled": {}}}}
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> tuple[Path, Path]:
+    """A data folder with one dataset version, and a fresh DAGSTER_HOME whose instance is the
+    shipped one with a run queue of one run at a time."""
+    shutil.copytree(DATASETS_DIR / VERSION, tmp_path / "datasets" / VERSION)
+    home = tmp_path / "home"
+    home.mkdir()
+    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
+    config["run_queue"] = {"max_concurrent_runs": 1}
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    return tmp_path, home
+
+
+def wait_for(condition: Callable[[], object], what: str, timeout_s: float = WAIT_S) -> object:
+    """Poll `condition` until it returns something truthy; fail after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.5)
+    pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def run_killed_mid_step(data_dir: Path, home: Path) -> DagsterRun:
+    """Start `rag-eval run`, SIGKILL it once a step has started, and return its run."""
+    cli = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rag_eval_pipeline.cli",
+            "run",
+            "--dataset-version",
+            VERSION,
+            "--date",
+            KILLED_DATE,
+        ],
+        env=deployment_env(data_dir, home),
+        cwd=data_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        def started_step() -> DagsterRun | None:
+            lock = home / ".rag-eval-instance.lock"
+            if not lock.exists():
+                return None
+            with FileLock(lock):  # the CLI may be creating the instance's schema
+                instance = DagsterInstance.get()
+            with instance:
+                for run in instance.get_runs():
+                    if any(
+                        event.dagster_event_type == DagsterEventType.STEP_START
+                        for event in instance.all_logs(run.run_id)
+                    ):
+                        return run
+            return None
+
+        run = wait_for(started_step, "a step of the CLI run to start")
+    finally:
+        cli.send_signal(signal.SIGKILL)
+        cli.wait(timeout=60)
+    assert isinstance(run, DagsterRun)
+    with DagsterInstance.get() as instance:
+        orphan = instance.get_run_by_id(run.run_id)
+    assert orphan is not None and orphan.status == DagsterRunStatus.STARTED
+    owner = RunOwner.from_tags(dict(orphan.tags))
+    assert owner is not None and (owner.host, owner.pid) == (socket.gethostname(), cli.pid)
+    return orphan
+
+
+def run_status(run_id: str) -> DagsterRunStatus:
+    with DagsterInstance.get() as instance:
+        run = instance.get_run_by_id(run_id)
+    assert run is not None
+    return run.status
+
+
+def failure_message(run_id: str) -> str:
+    with DagsterInstance.get() as instance:
+        events = instance.all_logs(run_id, of_type=DagsterEventType.RUN_FAILURE)
+    return " ".join(event.message or "" for event in events)
+
+
+@pytest.fixture
+def killed(
+    deployment: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path, DagsterRun]:
+    """The deployment's data folder and DAGSTER_HOME (also this process's, for the test's
+    reads), and the run of a `rag-eval run` SIGKILLed mid-step, left STARTED."""
+    data_dir, home = deployment
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return data_dir, home, run_killed_mid_step(data_dir, home)
+
+
+def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
+    killed: tuple[Path, Path, DagsterRun],
+) -> None:
+    data_dir, home, orphan = killed
+    env = deployment_env(data_dir, home)
+    queued = subprocess.run(
+        [
+            str(BIN / "dagster"),
+            "job",
+            "backfill",
+            "-w",
+            "workspace.yaml",
+            "-j",
+            "evaluation_job",
+            "--partitions",
+            f"{VERSION}|{QUEUED_DATE}",
+            "--noprompt",
+        ],
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    with DagsterInstance.get() as instance:
+        (waiting,) = [run for run in instance.get_runs() if run.run_id != orphan.run_id]
+    assert waiting.status == DagsterRunStatus.QUEUED
+    assert run_status(orphan.run_id) == DagsterRunStatus.STARTED
+
+    daemon_log = data_dir / "daemon.log"
+    with daemon_log.open("wb") as sink:
+        daemon = subprocess.Popen(
+            [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(
+            lambda: (
+                run_status(waiting.run_id) in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
+            ),
+            "the daemon to launch and finish the queued run",
+        )
+    finally:
+        stop_process_group(daemon)
+    log = daemon_log.read_text(errors="replace")
+    assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE, log
+    assert f"pid {orphan.tags['rag_eval/owner_pid']} " in failure_message(orphan.run_id)
+    assert run_status(waiting.run_id) == DagsterRunStatus.SUCCESS, log
+    with DagsterInstance.get() as instance:
+        step_pids = {
+            event.dagster_event.pid
+            for event in instance.all_logs(waiting.run_id)
+            if event.dagster_event is not None
+            and event.dagster_event_type == DagsterEventType.STEP_START
+        }
+    assert len(step_pids) == 1, f"the launched run's steps ran in {step_pids}: not one process"
+
+
+def test_the_next_cli_fails_a_killed_run_and_queues_a_date_range_backfill(
+    killed: tuple[Path, Path, DagsterRun],
+) -> None:
+    data_dir, home, orphan = killed
+    stdout = rag_eval(
+        data_dir,
+        home,
+        "run",
+        "--dataset-version",
+        VERSION,
+        "--from",
+        QUEUED_DATE,
+        "--to",
+        "2026-11-22",
+    )
+    assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE
+    assert "ended before the run did" in failure_message(orphan.run_id)
+    assert "2 run(s) queued" in stdout and "dagster-daemon run" in stdout, stdout
+    with DagsterInstance.get() as instance:
+        queued = [run for run in instance.get_runs() if run.run_id != orphan.run_id]
+    assert sorted(run.tags["dagster/partition"] for run in queued) == [
+        f"{VERSION}|{QUEUED_DATE}",
+        f"{VERSION}|2026-11-22",
+    ]
+    assert {run.status for run in queued} == {DagsterRunStatus.QUEUED}
+    assert len({run.tags["dagster/backfill"] for run in queued}) == 1
+
+
+def test_two_first_runs_on_a_fresh_dagster_home_do_not_race(tmp_path: Path) -> None:
+    shutil.copytree(DATASETS_DIR / VERSION, tmp_path / "datasets" / VERSION)
+    home = tmp_path / "fresh-home"  # not even created: the first rag-eval creates it
+    clis = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rag_eval_pipeline.cli",
+                "run",
+                "--date",
+                day,
+                "--dataset-version",
+                VERSION,
+                "--select",
+                "key:golden_dataset",
+            ],
+            env=deployment_env(tmp_path, home),
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for day in (KILLED_DATE, QUEUED_DATE)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    assert all("  ok: " in output for output in outputs), outputs
