@@ -22,6 +22,7 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.escaping import terminal_text
 from rag_eval_pipeline.parallel_runs import PartitionRun, available_cores, run_partitions
 from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, REPORTS_DIR, WAREHOUSE_URL
 
@@ -61,11 +62,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         dataset = load_dataset(Path(args.path))
     except (DatasetError, InvalidVersionName) as error:
-        print(error, file=sys.stderr)
+        print(terminal_text(error), file=sys.stderr)
         return 1
-    print(f"Dataset version '{dataset.version}' is valid:")
+    print(terminal_text(f"Dataset version '{dataset.version}' is valid:"))
     for name, value in dataset.statistics().items():
-        print(f"  {name}: {value}")
+        print(terminal_text(f"  {name}: {value}"))
     return 0
 
 
@@ -94,7 +95,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     versions = args.dataset_version or scan.valid
     unknown = [v for v in versions if v not in scan.valid]
     if unknown:
-        print(f"unknown or invalid dataset version(s): {', '.join(unknown)}", file=sys.stderr)
+        print(
+            terminal_text(f"unknown or invalid dataset version(s): {', '.join(unknown)}"),
+            file=sys.stderr,
+        )
         return 2
     instance = DagsterInstance.get()
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
@@ -199,8 +203,10 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     present = [frame for frame in found if frame is not None]
     if not present:
         print(
-            f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
-            "`rag-eval run` first.",
+            terminal_text(
+                f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
+                "`rag-eval run` first."
+            ),
             file=sys.stderr,
         )
         return 1
@@ -233,6 +239,8 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
 
 
 def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str) -> None:
+    """`frame` as JSON (control characters escaped by `json.dumps`) or as a table with every
+    control character shown as an escape (ids and system names come from dataset files)."""
     if output_format == "json":
         print(json.dumps(json.loads(frame.to_json(orient="records")), indent=2))
         return
@@ -248,7 +256,9 @@ def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str
         "display.float_format",
         "{:.4f}".format,
     ):
-        print(frame[[c for c in columns if c in frame.columns]].to_string(index=False))
+        print(
+            terminal_text(frame[[c for c in columns if c in frame.columns]].to_string(index=False))
+        )
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
