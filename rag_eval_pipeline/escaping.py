@@ -11,6 +11,8 @@ sink calls it on every untrusted value:
 - `terminal_text`: control characters (C0 but tab and newline, DEL, C1), which drive the
   terminal through escape sequences, are shown as `\\xNN` escapes.
 - `html_text`: `&`, `<`, `>`, `"` and `'` as entities (text and attribute values).
+- `xml_text`: `&`, `<`, `>` as entities, for text between the XML-like tags of an LLM prompt:
+  a value cannot close its tag or open another.
 """
 
 from __future__ import annotations
@@ -56,3 +58,8 @@ def terminal_text(value: object) -> str:
 def html_text(value: object) -> str:
     """`value` as literal HTML text or attribute content."""
     return html.escape(str(value), quote=True)
+
+
+def xml_text(value: object) -> str:
+    """`value` as literal text between XML tags (quotes kept: they need no escaping there)."""
+    return html.escape(str(value), quote=False)
