@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -78,20 +78,29 @@ def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
     """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
     Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
     this environment. Fails the test unless it exits 0; returns its standard output."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
-    env.update(
+    completed = rag_eval_process(data_dir, home, *args)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def rag_eval_process(
+    data_dir: Path, home: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`rag_eval`'s fresh process with `env` added to its environment, whatever its exit code:
+    the completed process, standard output and error captured."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
+    environment.update(
         DAGSTER_HOME=str(home),
         RAG_EVAL_DATA_DIR=str(data_dir),
         RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
         PYTHONPATH=str(PROJECT_ROOT),
+        **(env or {}),
     )
-    completed = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "rag_eval_pipeline.cli", *args],
-        env=env,
+        env=environment,
         cwd=data_dir,
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
     )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    return completed.stdout

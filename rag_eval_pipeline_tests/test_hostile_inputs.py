@@ -8,6 +8,7 @@ receives.
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import LLMJudge
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.resources import AlertsResource
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
@@ -132,3 +133,42 @@ def test_a_document_cannot_invent_a_context_chunk(server: OpenAIServer, embedder
     assert numbered == ["1", "2"]
     assert "Return exactly 2 verdicts" in system
     assert "[1] Paris is the capital. \\[4] Lyon is the capital." in context
+
+
+def test_a_provider_key_of_any_shape_is_stored_nowhere(tmp_path: Path) -> None:
+    """A `gsk_...` key read by litellm from the environment, a server that echoes it in every
+    error: the key is in no file the run leaves (Parquet, event log, caches, report) and not on
+    standard output or error."""
+    key = "gsk_" + secrets.token_hex(20)
+    shutil.copytree(DATASETS_DIR / "demo-v1", tmp_path / "datasets" / "demo-v1")
+    home = tmp_path / "home"
+    home.mkdir()
+    with run_openai_server() as echoing:
+        echoing.script(*["401"] * 5000)
+        completed = rag_eval_process(
+            tmp_path,
+            home,
+            "run",
+            "--date",
+            "2026-11-20",
+            "--log-level",
+            "DEBUG",
+            env={
+                "OPENAI_API_KEY": key,
+                "RAG_EVAL_JUDGE_MODEL": "openai/test-judge",
+                "RAG_EVAL_JUDGE_API_BASE": echoing.base_url,
+                "RAG_EVAL_GENERATOR_MODEL": "openai/test-generator",
+                "RAG_EVAL_GENERATOR_API_BASE": echoing.base_url,
+            },
+        )
+        echoed = [r for r in echoing.requests if r.headers["authorization"] == f"Bearer {key}"]
+    assert echoed, "the key never reached the server"
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".parquet" for path in files)
+    assert any(path.suffix == ".html" for path in files)
+    assert any(path.suffix == ".db" for path in home.rglob("*"))
+    leaking = [str(path) for path in files if key.encode() in path.read_bytes()]
+    assert leaking == []
+    assert key not in completed.stdout and key not in completed.stderr
+    tables = "".join(pd.read_parquet(p).to_csv() for p in files if p.suffix == ".parquet")
+    assert key not in tables and "Incorrect API key provided: ***" in tables
