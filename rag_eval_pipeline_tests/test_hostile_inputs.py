@@ -7,21 +7,29 @@ receives.
 
 from __future__ import annotations
 
+import random
 import re
 import secrets
 import shutil
+import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rouge_score.rouge_scorer import _lcs_table
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import LLMJudge
+from rag_eval_pipeline.judging.offline import MAX_SENTENCES, OfflineJudge
 from rag_eval_pipeline.metadata import markdown_table
+from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.resources import AlertsResource
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
@@ -172,3 +180,71 @@ def test_a_provider_key_of_any_shape_is_stored_nowhere(tmp_path: Path) -> None:
     assert key not in completed.stdout and key not in completed.stderr
     tables = "".join(pd.read_parquet(p).to_csv() for p in files if p.suffix == ".parquet")
     assert key not in tables and "Incorrect API key provided: ***" in tables
+
+
+def megabyte_of_sentences(seed: int) -> str:
+    """About 1 MB of eight-word sentences over a 3,000-word vocabulary."""
+    rng = random.Random(seed)
+    vocabulary = [f"word{i}" for i in range(3000)]
+    sentences: list[str] = []
+    size = 0
+    while size < 1_000_000:
+        sentence = " ".join(rng.choices(vocabulary, k=8)) + "."
+        sentences.append(sentence)
+        size += len(sentence) + 1
+    return " ".join(sentences)
+
+
+@pytest.fixture(scope="module")
+def megabytes() -> tuple[str, str]:
+    return megabyte_of_sentences(1), megabyte_of_sentences(2)
+
+
+def test_text_metrics_on_megabyte_texts_stay_in_budget(megabytes: tuple[str, str]) -> None:
+    answer, reference = megabytes
+    tracemalloc.start()
+    started = time.perf_counter()
+    scores = rouge_scores([answer, "the cat"], [reference, "the cat sat"])
+    elapsed = time.perf_counter() - started
+    peak_bytes = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert elapsed < 30 and peak_bytes < 200e6, (elapsed, peak_bytes)
+    assert 0 < scores.loc[0, "rougeL_f"] < 1
+    assert scores.loc[1, "rougeL_f"] == pytest.approx(0.8)
+    assert rouge_l_truncated([answer, "the cat"], [reference, "the cat sat"]).tolist() == [
+        True,
+        False,
+    ]
+    assert 0 < bleu_scores([answer], [reference])[0] < 100
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcd"), max_size=30),
+    st.lists(st.sampled_from("abcd"), max_size=30),
+    st.integers(min_value=1, max_value=8),
+)
+def test_blocked_bit_parallel_lcs_equals_rouge_scores_table(
+    first: list[str], second: list[str], block: int
+) -> None:
+    table = _lcs_table(first, second)
+    assert _lcs_length(first, second, block) == table[-1][-1]
+
+
+def test_offline_judge_on_megabyte_texts_reads_a_bounded_part(
+    embedder: Embedder, megabytes: tuple[str, str]
+) -> None:
+    answer, document = megabytes
+    judge = OfflineJudge(embedder)
+    started = time.perf_counter()
+    faithfulness = judge.faithfulness(
+        ["What?", "What?"], [[document], ["Paris."]], [answer, "Paris."]
+    )
+    precision = judge.context_precision(["What?"], [[document, "Paris."]], [answer])
+    elapsed = time.perf_counter() - started
+    assert elapsed < 120, elapsed
+    assert faithfulness["truncated"].tolist() == [True, False]
+    assert faithfulness.loc[0, "n_claims"] == MAX_SENTENCES
+    assert faithfulness["error"].isna().all()
+    assert precision["truncated"].tolist() == [True]
+    assert precision.loc[0, "n_contexts"] == 2

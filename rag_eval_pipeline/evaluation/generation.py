@@ -21,7 +21,12 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
 from rag_eval_pipeline.judging.offline import Generator
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
-from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE, bleu_scores, rouge_scores
+from rag_eval_pipeline.metrics.text import (
+    BLEU_SIGNATURE,
+    bleu_scores,
+    rouge_l_truncated,
+    rouge_scores,
+)
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
@@ -156,7 +161,12 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _scorer_rows(
-    rows: pd.DataFrame, metric: str, scores: np.ndarray, scorer: str, no_answer: np.ndarray
+    rows: pd.DataFrame,
+    metric: str,
+    scores: np.ndarray,
+    scorer: str,
+    no_answer: np.ndarray,
+    truncated: np.ndarray | None = None,
 ) -> pd.DataFrame:
     errors = np.where(no_answer, "no answer to score", None)
     scores = np.where(no_answer, np.nan, scores)
@@ -175,6 +185,7 @@ def _scorer_rows(
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "cost_usd": 0.0,
+            "truncated": np.zeros(len(rows), dtype=bool) if truncated is None else truncated,
             "details": None,
         }
     )[JUDGMENT_COLUMNS]
@@ -195,8 +206,18 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     rouge = rouge_scores(answers, truths)
     parts = [
         _scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
-        for metric in ("rouge1_f", "rouge2_f", "rougeL_f")
+        for metric in ("rouge1_f", "rouge2_f")
     ]
+    parts.append(
+        _scorer_rows(
+            rows,
+            "rougeL_f",
+            rouge["rougeL_f"].to_numpy(),
+            TEXT_SCORERS["rougeL_f"],
+            no_answer,
+            rouge_l_truncated(answers, truths),
+        )
+    )
     parts.append(
         _scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
     )

@@ -14,7 +14,9 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
   is one, so failures can be inspected;
 - `latency_ms`, `judge_model`, `judge_version` (the prompt set or heuristic version), `cached`,
-  `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained.
+  `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained;
+- `truncated` is True when the judge read only part of the row's texts (the offline judge's
+  bounds, `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), False otherwise.
 
 Inputs: a missing (None/NaN) or blank question or ground truth and a missing answer give an
 error row without any LLM call; an empty answer is judged like any other answer, except for
@@ -73,6 +75,7 @@ COMMON_COLUMNS: dict[str, str] = {
     "prompt_tokens": "int64",
     "completion_tokens": "int64",
     "cost_usd": "float64",
+    "truncated": "bool",
 }
 
 DETAIL_COLUMNS: dict[str, dict[str, str]] = {
@@ -222,6 +225,7 @@ def judgment_frame(metric: str, rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     has_error = frame["error"].notna()
     frame.loc[~has_error & frame["score"].isna(), "error"] = "undefined score"
     frame.loc[frame["error"].notna(), "score"] = math.nan
+    frame["truncated"] = frame["truncated"].astype("boolean").fillna(False)
     return frame.astype(dtypes)
 
 

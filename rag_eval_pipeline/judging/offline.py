@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -109,6 +110,13 @@ GENERATION_COLUMNS: dict[str, str] = {
     "cost_usd": "float64",
 }
 
+# What the judge reads of each input: the sentences of a text's first `MAX_JUDGED_CHARS` characters,
+# at most `MAX_SENTENCES` of them per text (per row for a row's chunks). So the support matrix is
+# at most 256 × 256 and a 1 MB answer costs what a 20,000-character one does; rows cut short
+# have `truncated` set.
+MAX_JUDGED_CHARS = 20_000
+MAX_SENTENCES = 256
+
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
 # whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
 _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
@@ -123,10 +131,23 @@ _REFUSAL = re.compile(
 )
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped."""
+def _all_sentences(text: str) -> list[str]:
     pieces = _SENTENCE_BREAK.split(_CITATION.sub("", text))
     return [piece.strip() for piece in pieces if _WORD.search(piece)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped;
+    only the first `MAX_SENTENCES` sentences of the first `MAX_JUDGED_CHARS` characters."""
+    return _all_sentences(text[:MAX_JUDGED_CHARS])[:MAX_SENTENCES]
+
+
+def exceeds_bounds(texts: Sequence[str]) -> bool:
+    """Whether the judge reads only part of `texts` (one text, or a row's chunks): a text longer
+    than `MAX_JUDGED_CHARS`, or more than `MAX_SENTENCES` sentences in all."""
+    if any(len(text) > MAX_JUDGED_CHARS for text in texts):
+        return True
+    return sum(len(_all_sentences(text)) for text in texts) > MAX_SENTENCES
 
 
 def word_tokens(text: str) -> list[str]:
@@ -163,8 +184,12 @@ class _Sentences:
 
 
 def _embed(embedder: Embedder, groups: Sequence[Sequence[str]]) -> list[_Sentences]:
-    """Embed the texts of every group in one batch; one `_Sentences` per group."""
-    flat = [text for group in groups for text in group]
+    """Embed the texts of every group in one batch; one `_Sentences` per group.
+
+    Each text is cut to its first `MAX_JUDGED_CHARS` characters before embedding: no vector
+    changes for a model that reads at most a few thousand tokens (all-MiniLM-L6-v2 reads 256),
+    and a megabyte is never tokenized."""
+    flat = [text[:MAX_JUDGED_CHARS] for group in groups for text in group]
     vectors = np.asarray(embedder.encode(flat), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
@@ -307,7 +332,7 @@ class OfflineJudge:
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
         rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
-        return self._frame("faithfulness", rows, start)
+        return self._frame("faithfulness", rows, start, contexts, answer_texts)
 
     @remembered
     def answer_relevance(
@@ -342,7 +367,7 @@ class OfflineJudge:
                     "reason": reason,
                 }
             )
-        return self._frame("answer_relevance", rows, start)
+        return self._frame("answer_relevance", rows, start, answers)
 
     @remembered
     def answer_relevance_ragas(
@@ -390,7 +415,7 @@ class OfflineJudge:
                     "noncommittal": noncommittal,
                 }
             )
-        return self._frame("answer_relevance_ragas", rows, start)
+        return self._frame("answer_relevance_ragas", rows, start, answers)
 
     @remembered
     def e2e_score(
@@ -436,7 +461,7 @@ class OfflineJudge:
                     "reason": reason,
                 }
             )
-        return self._frame("e2e_score", rows, start)
+        return self._frame("e2e_score", rows, start, answers, ground_truths)
 
     @remembered
     def context_precision(
@@ -490,7 +515,7 @@ class OfflineJudge:
                     "n_relevant": sum(verdicts),
                 }
             )
-        return self._frame("context_precision", rows, start)
+        return self._frame("context_precision", rows, start, chunk_lists, truths)
 
     @remembered
     def context_recall(
@@ -510,7 +535,7 @@ class OfflineJudge:
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
         rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
-        return self._frame("context_recall", rows, start)
+        return self._frame("context_recall", rows, start, contexts, truths)
 
     @remembered
     def answer_correctness(
@@ -570,7 +595,7 @@ class OfflineJudge:
                     "semantic_similarity": similarity,
                 }
             )
-        return self._frame("answer_correctness", rows, start)
+        return self._frame("answer_correctness", rows, start, answers, ground_truths)
 
     def _claim_rows(
         self,
@@ -607,8 +632,15 @@ class OfflineJudge:
             )
         return rows
 
-    def _frame(self, metric: str, rows: list[dict[str, Any]], start: float) -> pd.DataFrame:
+    def _frame(
+        self, metric: str, rows: list[dict[str, Any]], start: float, *inputs: Sequence[Any]
+    ) -> pd.DataFrame:
+        """The metric's frame; `inputs` (the text columns it read) set each row's `truncated`."""
         latency_ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
+        rows = [
+            row | {"truncated": truncated}
+            for row, truncated in zip(rows, _over_bounds(*inputs), strict=True)
+        ]
         common = {
             "latency_ms": latency_ms,
             "judge_model": self.judge_model,
@@ -627,8 +659,16 @@ def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[st
 
 
 def _context_sentences(chunks: Any) -> list[str]:
-    """All sentences of a row's chunks, in rank order."""
-    return [sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk)]
+    """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
+    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
+    return list(itertools.islice(sentences, MAX_SENTENCES))
+
+
+def _over_bounds(*columns: Sequence[Any]) -> list[bool]:
+    """Per row, whether the judge reads only part of one of its texts (see `exceeds_bounds`)."""
+    return [
+        any(exceeds_bounds(as_chunks(value)) for value in row) for row in zip(*columns, strict=True)
+    ]
 
 
 class Generator(Protocol):
