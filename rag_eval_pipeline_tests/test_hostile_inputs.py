@@ -14,23 +14,29 @@ import shutil
 import time
 import tracemalloc
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rouge_score.rouge_scorer import _lcs_table
+from safetensors.torch import load_file, save_file
 
 from rag_eval_pipeline.cli import main
-from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.evaluation.regression import detect_regressions
+from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import LLMJudge
 from rag_eval_pipeline.judging.offline import MAX_SENTENCES, OfflineJudge
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.resources import AlertsResource
+from rag_eval_pipeline.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
@@ -248,3 +254,37 @@ def test_offline_judge_on_megabyte_texts_reads_a_bounded_part(
     assert faithfulness["error"].isna().all()
     assert precision["truncated"].tolist() == [True]
     assert precision.loc[0, "n_contexts"] == 2
+
+
+def test_weights_changed_in_place_are_never_served_from_the_cache(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model_path(DEFAULT_MODEL), model)
+    environ = {"RAG_EVAL_EMBEDDER_MODEL": str(model)}
+    fingerprint = partial(
+        partition_fingerprint,
+        version_dir=DATASETS_DIR / "demo-v1",
+        version="demo-v1",
+        date="2026-11-20",
+        store=WarehouseStore(str(tmp_path / "warehouse")),
+        selection=None,
+        environ=environ,
+    )
+    before = fingerprint()
+    texts = ["The capital of France is Paris."]
+    first = Embedder(model=str(model), cache_dir=tmp_path / "cache")
+    original = first.encode(texts)
+
+    weights = load_file(model / "model.safetensors")
+    name = "embeddings.word_embeddings.weight"
+    weights[name] = weights[name] + torch.randn_like(weights[name])
+    save_file(weights, model / "model.safetensors", metadata={"format": "pt"})
+
+    second = Embedder(model=str(model), cache_dir=tmp_path / "cache")
+    changed = second.encode(texts)
+    assert second.identity != first.identity
+    assert second.last_stats.embedded == 1
+    assert not np.allclose(original, changed)
+    assert fingerprint() != before
+    assert Embedder(model=str(model), cache_dir=tmp_path / "cache").encode(texts) == pytest.approx(
+        changed
+    )

@@ -231,7 +231,7 @@ def remembered(method: JudgeMethod) -> JudgeMethod:
     def wrapper(self: OfflineJudge, *args: Any, use_cache: bool = True, **kwargs: Any) -> Any:
         if self.cache is None or not use_cache:
             return method(self, *args, use_cache=use_cache, **kwargs)
-        identity = [method.__name__, self.judge_version, self.embedder.model_name, code_digest()]
+        identity = [method.__name__, self.judge_version, self.embedder.identity, code_digest()]
         payload = json.dumps([identity, _plain(args), sorted(kwargs.items())], default=str)
         key = hashlib.blake2b(payload.encode(), digest_size=20).hexdigest()
         hit = self.cache.get(key)
