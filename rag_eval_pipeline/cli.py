@@ -27,7 +27,7 @@ from rag_eval_pipeline.parallel_runs import PartitionRun, available_cores, run_p
 from rag_eval_pipeline.settings import DATASETS_DIR, PROJECT_ROOT, REPORTS_DIR, WAREHOUSE_URL
 
 if TYPE_CHECKING:
-    from dagster import AssetKey, DagsterInstance, JobDefinition
+    from dagster import AssetKey, DagsterInstance, Definitions, JobDefinition
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -77,7 +77,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
     _ensure_dagster_home()
-    from dagster import AssetSelection, DagsterInstance, DagsterRunStatus, RunsFilter
+    check_partition_date(args.date)
+    from dagster import DagsterInstance, DagsterRunStatus, RunsFilter
     from upath import UPath
 
     from rag_eval_pipeline.assets.report import evaluation_report, report_path
@@ -107,11 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
-    selection = (
-        sorted(AssetSelection.from_string(args.select).resolve(asset_graph))
-        if args.select
-        else None
-    )
+    selection = selected_assets_of(args.select, defs) if args.select else None
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
@@ -170,6 +167,37 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+class UsageError(Exception):
+    """A bad command line argument: `main` prints the message as one line and exits 2."""
+
+
+def check_partition_date(day: str) -> None:
+    """Raise `UsageError` unless `day` is one of the date partitions (start date to today)."""
+    from rag_eval_pipeline.partitions import date_partitions
+
+    days = date_partitions.get_partition_keys()
+    if day not in days:
+        raise UsageError(
+            f"--date {day} is outside the date partitions {days[0]} to {days[-1]} "
+            "(RAG_EVAL_PARTITIONS_START sets the first one; the last one is today, UTC)"
+        )
+
+
+def selected_assets_of(text: str, defs: Definitions) -> list[AssetKey]:
+    """The asset keys an asset selection string selects; `UsageError` when it is invalid or
+    selects no asset (Dagster's message, first line)."""
+    from dagster import AssetSelection, DagsterError
+
+    try:
+        keys = sorted(AssetSelection.from_string(text).resolve(defs.resolve_asset_graph()))
+    except DagsterError as error:
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UsageError(f"invalid --select {text!r}: {reason}") from error
+    if not keys:
+        raise UsageError(f"--select {text!r} selects no asset")
+    return keys
 
 
 def _materialize_partition(
@@ -334,7 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
+        return 2
 
 
 def run_and_exit() -> NoReturn:

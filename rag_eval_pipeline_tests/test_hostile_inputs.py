@@ -288,3 +288,29 @@ def test_weights_changed_in_place_are_never_served_from_the_cache(tmp_path: Path
     assert Embedder(model=str(model), cache_dir=tmp_path / "cache").encode(texts) == pytest.approx(
         changed
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["--date", "2020-01-01"],
+            "--date 2020-01-01 is outside the date partitions 2026-11-01 to",
+        ),
+        (["--select", "(("], "invalid --select '((': Invalid selection string"),
+        (["--select", "no_such_asset"], "invalid --select 'no_such_asset': AssetKey(s)"),
+        (["--select", "key:no_such_asset"], "--select 'key:no_such_asset' selects no asset"),
+    ],
+)
+def test_bad_date_or_selection_is_a_one_line_error(
+    arguments: list[str],
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    assert main(["run", "--dataset-version", "demo-v1", *arguments]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith(f"rag-eval run: error: {message}"), err
