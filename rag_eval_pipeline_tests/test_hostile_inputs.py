@@ -30,6 +30,7 @@ from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.io_managers import write_parquet_atomically
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import LLMJudge
 from rag_eval_pipeline.judging.offline import MAX_SENTENCES, OfflineJudge
@@ -37,7 +38,7 @@ from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.resources import AlertsResource
 from rag_eval_pipeline.run_fingerprint import partition_fingerprint
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
@@ -314,3 +315,19 @@ def test_bad_date_or_selection_is_a_one_line_error(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1 and err.startswith(f"rag-eval run: error: {message}"), err
+
+
+def test_scorecard_shows_control_characters_escaped(tmp_path: Path) -> None:
+    hostile = "sys\x1b]0;pwned\x07\x1b[2J"
+    scorecard = card(quality("mrr", 0.5, system=hostile), version="v1", date="2026-11-21")
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    path = store.scorecard_path("v1", "2026-11-21")
+    path.parent.mkdir(parents=True)
+    write_parquet_atomically(scorecard, path)
+    home = tmp_path / "home"
+    home.mkdir()
+    stdout = rag_eval(
+        tmp_path, home, "scorecard", "--dataset-version", "v1", "--date", "2026-11-21", "--all"
+    )
+    assert "sys\\x1b]0;pwned\\x07\\x1b[2J" in stdout
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", stdout)
