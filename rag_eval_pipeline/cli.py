@@ -89,10 +89,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.resources import DatasetsResource
     from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
 
+    selection = selected_assets_of(args.select, defs) if args.select else None
     datasets = DatasetsResource()
     scan = datasets.scan()
     for name, reason in scan.invalid.items():
-        print(f"skipping dataset folder {name!r}: {reason}", file=sys.stderr)
+        print(terminal_text(f"skipping dataset folder {name!r}: {reason}"), file=sys.stderr)
     versions = args.dataset_version or scan.valid
     unknown = [v for v in versions if v not in scan.valid]
     if unknown:
@@ -108,7 +109,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
-    selection = selected_assets_of(args.select, defs) if args.select else None
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
