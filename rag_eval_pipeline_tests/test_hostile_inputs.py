@@ -7,6 +7,7 @@ receives.
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import secrets
@@ -331,3 +332,18 @@ def test_scorecard_shows_control_characters_escaped(tmp_path: Path) -> None:
     )
     assert "sys\\x1b]0;pwned\\x07\\x1b[2J" in stdout
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", stdout)
+
+
+def test_log_records_of_litellm_and_httpx_are_redacted(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = "gsk_" + secrets.token_hex(20)
+    monkeypatch.setenv("GROQ_API_KEY", key)
+    config = LLMConfig(model="openai/test-judge", api_base=server.base_url, max_retries=0)
+    LLMClient(config).complete([{"role": "user", "content": "hello"}])
+    caplog.set_level(logging.DEBUG)
+    for name in ("LiteLLM", "httpx", "rag_eval_pipeline.judging.client"):
+        logging.getLogger(name).warning("header Authorization: Bearer %s", key)
+        logging.getLogger(name).warning("bad format %d", key)
+    assert key not in caplog.text
+    assert "Bearer ***" in caplog.text and "bad format %d ('***',)" in caplog.text

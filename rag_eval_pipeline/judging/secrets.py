@@ -50,7 +50,11 @@ class RedactingFilter(logging.Filter):
     the exception text), so no handler downstream writes a key."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), None
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # arguments that do not fit the format: keep both
+            message = f"{record.msg} {record.args!r}"
+        record.msg, record.args = redact(message), None
         if record.exc_info:
             formatter = logging.Formatter()
             record.exc_text = redact(formatter.formatException(record.exc_info))
