@@ -15,8 +15,9 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
   is one, so failures can be inspected;
 - `latency_ms`, `judge_model`, `judge_version` (the prompt set or heuristic version), `cached`,
   `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained;
-- `truncated` is True when the judge read only part of the row's texts (the offline judge's
-  bounds, `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), False otherwise.
+- `truncated` is True when the row's texts exceed what the judge reads (the offline judge's
+  bounds `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), so it may have scored only a
+  part of them; False otherwise (always for the LLM judge, which sends texts whole).
 
 Inputs: a missing (None/NaN) or blank question or ground truth and a missing answer give an
 error row without any LLM call; an empty answer is judged like any other answer, except for

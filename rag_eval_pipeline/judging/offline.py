@@ -33,6 +33,11 @@ The metrics:
   answer sentences, FN = ground-truth sentences supported by no answer sentence; RAGAS
   answer correctness with semantic similarity clip(cos(a, g), 0, 1).
 
+Bounded cost on any input: the judge reads the sentences of each text's first `MAX_JUDGED_CHARS`
+(20,000) characters, at most `MAX_SENTENCES` (256) per text or per row's context, so a support
+matrix is at most 256 × 256 whatever the input; a row whose texts exceed these bounds has
+`truncated` set (conservatively: also where a metric happened to need only the part it read).
+
 A noncommittal answer is an empty answer, or a one-sentence answer with a refusal phrase ("I
 don't know", "not enough information", "не знаю", "não sei", ...). `raw_reply` holds the
 heuristic's decisions as JSON in the schema the LLM judge's prompt asks for (plus supports),
