@@ -33,7 +33,7 @@ from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.io_managers import write_parquet_atomically
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-from rag_eval_pipeline.judging.judge import LLMJudge
+from rag_eval_pipeline.judging.judge import MAX_PROMPT_CHARS, LLMJudge
 from rag_eval_pipeline.judging.offline import MAX_SENTENCES, OfflineJudge
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
@@ -347,3 +347,14 @@ def test_log_records_of_litellm_and_httpx_are_redacted(
         logging.getLogger(name).warning("bad format %d", key)
     assert key not in caplog.text
     assert "Bearer ***" in caplog.text and "bad format %d ('***',)" in caplog.text
+
+
+def test_llm_judge_never_sends_a_megabyte_prompt(
+    server: OpenAIServer, embedder: Embedder, megabytes: tuple[str, str]
+) -> None:
+    answer, _ = megabytes
+    frame = judge_through(server, embedder).answer_relevance(["What?", "What?"], [answer, "Paris."])
+    assert len(server.requests) == 1
+    assert "Paris." in server.requests[0].body["messages"][-1]["content"]
+    assert frame.loc[0, "error"].startswith("prompt too long: 1,000,")
+    assert frame.loc[0, "error"].endswith(f"more than {MAX_PROMPT_CHARS:,}")

@@ -9,7 +9,8 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 
 - `score` is a float in [0, 1], NaN **only** together with a non-null `error`;
 - `error` says why a row has no score: a missing input (`missing answer`), an undefined metric
-  (`no claims`, `no contexts`), a failed call (`llm call failed: ...`), an unreadable reply
+  (`no claims`, `no contexts`), a prompt over `MAX_PROMPT_CHARS` that is never sent
+  (`prompt too long: ...`), a failed call (`llm call failed: ...`), an unreadable reply
   (`unparseable reply: ...` when no JSON object or score is found, `invalid reply: ...` when the
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
   is one, so failures can be inspected;
@@ -64,6 +65,9 @@ from rag_eval_pipeline.metrics.ragas import (
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
     from rag_eval_pipeline.judging.client import LLMClient, LLMReply
+
+MAX_PROMPT_CHARS = 100_000
+"""The longest prompt the LLM judge sends (about 25,000 tokens); longer ones are error rows."""
 
 COMMON_COLUMNS: dict[str, str] = {
     "score": "float64",
@@ -321,6 +325,16 @@ def _context_recall(payload: dict[str, Any]) -> Interpretation:
     return score, error, {"n_claims": len(flags), "n_attributed": sum(flags)}
 
 
+def _bounded(request: Messages | _Skip) -> Messages | _Skip:
+    """`request`, or a `_Skip` when it is a prompt of more than `MAX_PROMPT_CHARS` characters."""
+    if isinstance(request, _Skip):
+        return request
+    size = sum(len(message["content"]) for message in request)
+    if size > MAX_PROMPT_CHARS:
+        return _Skip(f"prompt too long: {size:,} characters, more than {MAX_PROMPT_CHARS:,}")
+    return request
+
+
 class LLMJudge:
     """RAGAS-style metrics judged by an LLM; see the module docstring for the output columns.
 
@@ -545,7 +559,11 @@ class LLMJudge:
         use_cache: bool,
         parse: Callable[[str], dict[str, Any]] = parse_json_object,
     ) -> list[_Call]:
-        """Send every prompt in one batch; `parse` each reply (the JSON object by default)."""
+        """Send every prompt in one batch; `parse` each reply (the JSON object by default).
+
+        A prompt longer than `MAX_PROMPT_CHARS` is not sent: its row gets the error
+        `prompt too long`, so one huge dataset text cannot run up the provider bill."""
+        requests = [_bounded(request) for request in requests]
         prompts = [request for request in requests if not isinstance(request, _Skip)]
         replies = iter(self.client.complete_many(prompts, use_cache=use_cache) if prompts else [])
         calls = []
