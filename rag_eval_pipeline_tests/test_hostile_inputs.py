@@ -33,8 +33,9 @@ from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.io_managers import write_parquet_atomically
 from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-from rag_eval_pipeline.judging.judge import MAX_PROMPT_CHARS, LLMJudge
-from rag_eval_pipeline.judging.offline import MAX_SENTENCES, OfflineJudge
+from rag_eval_pipeline.judging.judge import LLMJudge
+from rag_eval_pipeline.judging.offline import MAX_SENTENCES, LLMGenerator, OfflineJudge
+from rag_eval_pipeline.judging.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.resources import AlertsResource
@@ -349,12 +350,16 @@ def test_log_records_of_litellm_and_httpx_are_redacted(
     assert "Bearer ***" in caplog.text and "bad format %d ('***',)" in caplog.text
 
 
-def test_llm_judge_never_sends_a_megabyte_prompt(
+def test_llm_judge_and_generator_never_send_a_megabyte_prompt(
     server: OpenAIServer, embedder: Embedder, megabytes: tuple[str, str]
 ) -> None:
-    answer, _ = megabytes
-    frame = judge_through(server, embedder).answer_relevance(["What?", "What?"], [answer, "Paris."])
-    assert len(server.requests) == 1
-    assert "Paris." in server.requests[0].body["messages"][-1]["content"]
-    assert frame.loc[0, "error"].startswith("prompt too long: 1,000,")
-    assert frame.loc[0, "error"].endswith(f"more than {MAX_PROMPT_CHARS:,}")
+    answer, document = megabytes
+    judge = judge_through(server, embedder)
+    judged = judge.answer_relevance(["What?", "What?"], [answer, "Paris."])
+    generated = LLMGenerator(judge.client).generate(["What?", "What?"], [[document], ["Paris."]])
+    assert len(server.requests) == 2
+    assert all("Paris." in r.body["messages"][-1]["content"] for r in server.requests)
+    for error in (judged.loc[0, "error"], generated.loc[0, "error"]):
+        assert error.startswith("prompt too long: 1,000,")
+        assert error.endswith(f"more than {MAX_PROMPT_CHARS:,}")
+    assert pd.isna(generated.loc[0, "answer"]) and pd.isna(generated.loc[1, "error"])

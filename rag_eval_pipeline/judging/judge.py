@@ -9,7 +9,7 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 
 - `score` is a float in [0, 1], NaN **only** together with a non-null `error`;
 - `error` says why a row has no score: a missing input (`missing answer`), an undefined metric
-  (`no claims`, `no contexts`), a prompt over `MAX_PROMPT_CHARS` that is never sent
+  (`no claims`, `no contexts`), a prompt over `prompts.MAX_PROMPT_CHARS` that is never sent
   (`prompt too long: ...`), a failed call (`llm call failed: ...`), an unreadable reply
   (`unparseable reply: ...` when no JSON object or score is found, `invalid reply: ...` when the
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
@@ -48,6 +48,7 @@ from rag_eval_pipeline.judging.prompts import (
     context_recall_prompt,
     e2e_score_prompt,
     faithfulness_prompt,
+    oversized,
 )
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
@@ -65,9 +66,6 @@ from rag_eval_pipeline.metrics.ragas import (
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
     from rag_eval_pipeline.judging.client import LLMClient, LLMReply
-
-MAX_PROMPT_CHARS = 100_000
-"""The longest prompt the LLM judge sends (about 25,000 tokens); longer ones are error rows."""
 
 COMMON_COLUMNS: dict[str, str] = {
     "score": "float64",
@@ -326,13 +324,11 @@ def _context_recall(payload: dict[str, Any]) -> Interpretation:
 
 
 def _bounded(request: Messages | _Skip) -> Messages | _Skip:
-    """`request`, or a `_Skip` when it is a prompt of more than `MAX_PROMPT_CHARS` characters."""
+    """`request`, or a `_Skip` when it is a prompt over `prompts.MAX_PROMPT_CHARS` characters."""
     if isinstance(request, _Skip):
         return request
-    size = sum(len(message["content"]) for message in request)
-    if size > MAX_PROMPT_CHARS:
-        return _Skip(f"prompt too long: {size:,} characters, more than {MAX_PROMPT_CHARS:,}")
-    return request
+    problem = oversized(request)
+    return request if problem is None else _Skip(problem)
 
 
 class LLMJudge:
@@ -561,7 +557,7 @@ class LLMJudge:
     ) -> list[_Call]:
         """Send every prompt in one batch; `parse` each reply (the JSON object by default).
 
-        A prompt longer than `MAX_PROMPT_CHARS` is not sent: its row gets the error
+        A prompt longer than `prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
         `prompt too long`, so one huge dataset text cannot run up the provider bill."""
         requests = [_bounded(request) for request in requests]
         prompts = [request for request in requests if not isinstance(request, _Skip)]

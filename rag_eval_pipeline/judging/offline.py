@@ -81,7 +81,7 @@ from rag_eval_pipeline.judging.judge import (
     missing_answer,
     missing_input,
 )
-from rag_eval_pipeline.judging.prompts import NO_CONTEXT_ANSWER, generator_prompt
+from rag_eval_pipeline.judging.prompts import NO_CONTEXT_ANSWER, generator_prompt, oversized
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
     answer_correctness,
@@ -763,8 +763,9 @@ class OfflineGenerator:
 class LLMGenerator:
     """Answers through an LLM with the generator prompt (numbered context, citations [n]).
 
-    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a failed call
-    or an empty reply gives a row with `answer` None and `error` set.
+    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a prompt over
+    `MAX_PROMPT_CHARS` (never sent), a failed call or an empty reply gives a row with `answer`
+    None and `error` set.
     """
 
     def __init__(self, client: LLMClient) -> None:
@@ -786,10 +787,14 @@ class LLMGenerator:
         aligned(questions=questions, contexts=contexts)
         texts = [as_text(q) for q in questions]
         chunk_lists = [[c for c in as_chunks(chunks) if c.strip()] for chunks in contexts]
-        asked = [
-            i for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True)) if q and chunks
-        ]
-        prompts = [generator_prompt(texts[i], chunk_lists[i]) for i in asked]
+        candidates = {
+            i: generator_prompt(q, chunks)
+            for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True))
+            if q and chunks
+        }
+        too_long = {i: oversized(prompt) for i, prompt in candidates.items() if oversized(prompt)}
+        asked = [i for i in candidates if i not in too_long]
+        prompts = [candidates[i] for i in asked]
         replies = self.client.complete_many(prompts, use_cache=use_cache) if prompts else []
         reply_of = dict(zip(asked, replies, strict=True))
         base = {
@@ -804,7 +809,7 @@ class LLMGenerator:
         for i, question in enumerate(texts):
             reply = reply_of.get(i)
             if reply is None:
-                problem = missing_input(question=question)
+                problem = missing_input(question=question) or too_long.get(i)
                 rows.append(
                     base | {"answer": None if problem else NO_CONTEXT_ANSWER, "error": problem}
                 )

@@ -43,6 +43,8 @@ from rag_eval_pipeline.escaping import xml_text
 PROMPT_VERSION = "judge-prompts-v2"
 
 NO_CONTEXT_ANSWER = "I don't know."
+MAX_PROMPT_CHARS = 100_000
+"""The longest prompt sent to an LLM (about 25,000 tokens); longer ones become error rows."""
 
 Messages = list[dict[str, str]]
 
@@ -208,6 +210,15 @@ PROMPTS: dict[str, PromptTemplate] = {
         GENERATOR,
     )
 }
+
+
+def oversized(messages: Messages) -> str | None:
+    """`prompt too long: ...` when `messages` hold more than `MAX_PROMPT_CHARS` characters (a
+    prompt never sent, so one huge dataset text cannot run up the provider bill), else None."""
+    size = sum(len(message["content"]) for message in messages)
+    if size > MAX_PROMPT_CHARS:
+        return f"prompt too long: {size:,} characters, more than {MAX_PROMPT_CHARS:,}"
+    return None
 
 
 def format_contexts(contexts: Sequence[str]) -> str:
