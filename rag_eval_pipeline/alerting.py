@@ -10,10 +10,13 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from rag_eval_pipeline.escaping import slack_text
 
 
 @dataclass(frozen=True)
@@ -26,12 +29,13 @@ class Delivery:
     error: str | None
 
 
-def alert_lines(regressions: pd.DataFrame) -> list[str]:
-    """One human-readable line per regression."""
+def alert_lines(regressions: pd.DataFrame, escape: Callable[[object], str] = str) -> list[str]:
+    """One human-readable line per regression, every dataset-derived value passed through `escape`
+    (`slack_text` for Slack, so a system named `<!channel>` is shown, never a ping)."""
     return [
-        f"{r.dataset_version} {r.date} · {r.tier} · {r.system} · {r.metric}: "
-        f"{r.baseline_value:.4f} → {r.value:.4f} ({r.relative_change:+.1%}; "
-        f"baseline {r.baseline_version} {r.baseline_date})"
+        f"{escape(r.dataset_version)} {escape(r.date)} · {escape(r.tier)} · {escape(r.system)} · "
+        f"{escape(r.metric)}: {r.baseline_value:.4f} → {r.value:.4f} ({r.relative_change:+.1%}; "
+        f"baseline {escape(r.baseline_version)} {escape(r.baseline_date)})"
         for r in regressions.itertuples()
     ]
 
@@ -41,7 +45,9 @@ def alert_payload(regressions: pd.DataFrame, style: str) -> dict[str, Any]:
     title = f"rag_eval_pipeline: {len(regressions)} metric regression(s)"
     if style == "slack":
         return {
-            "text": "\n".join([f"*{title}*", *(f"• {line}" for line in alert_lines(regressions))])
+            "text": "\n".join(
+                [f"*{title}*", *(f"• {line}" for line in alert_lines(regressions, slack_text))]
+            )
         }
     records = json.loads(regressions.to_json(orient="records"))
     return {"title": title, "regressions": records}

@@ -24,6 +24,7 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
+from rag_eval_pipeline.escaping import terminal_text
 from rag_eval_pipeline.settings import (
     DATASETS_DIR,
     MAX_FILE_MB,
@@ -34,7 +35,7 @@ from rag_eval_pipeline.settings import (
 )
 
 if TYPE_CHECKING:
-    from dagster import DagsterInstance
+    from dagster import AssetKey, DagsterInstance, Definitions
 
     from rag_eval_pipeline.resources import DatasetsResource
 
@@ -105,14 +106,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             Path(args.path), limits=DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS)
         )
     except (DatasetError, InvalidVersionName) as error:
-        print(error, file=sys.stderr)
+        print(terminal_text(error), file=sys.stderr)
         return 1
-    print(f"Dataset version '{dataset.version}' is valid:")
+    print(terminal_text(f"Dataset version '{dataset.version}' is valid:"))
     for name, value in dataset.statistics().items():
-        print(f"  {name}: {value}")
+        print(terminal_text(f"  {name}: {value}"))
     settings = dataset.manifest
     system = settings.system or "from RAG_EVAL_SYSTEM"
-    print(f"  relevance_level: {settings.relevance_level}, system: {system}")
+    print(terminal_text(f"  relevance_level: {settings.relevance_level}, system: {system}"))
     return 0
 
 
@@ -123,16 +124,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     A partition already materialized successfully from the same inputs (its `run_fingerprint`)
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
+    from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.resources import DatasetsResource
 
+    for day in (args.from_date, args.to_date) if args.from_date else (args.date,):
+        check_partition_date(day)
+    selection = selected_assets_of(args.select, defs) if args.select else None
     datasets = DatasetsResource()
     scan = datasets.scan()
     for name, reason in scan.invalid.items():
-        print(f"skipping dataset folder {name!r}: {reason}", file=sys.stderr)
+        print(terminal_text(f"skipping dataset folder {name!r}: {reason}"), file=sys.stderr)
     versions = args.dataset_version or scan.valid
     unknown = [v for v in versions if v not in scan.valid]
     if unknown:
-        print(f"unknown or invalid dataset version(s): {', '.join(unknown)}", file=sys.stderr)
+        print(
+            terminal_text(f"unknown or invalid dataset version(s): {', '.join(unknown)}"),
+            file=sys.stderr,
+        )
         return 2
     instance = open_instance()
     _fail_runs_of_dead_cli_processes(instance)
@@ -141,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     if args.from_date:
         return _launch_backfill(instance, versions, args)
-    return _materialize_date(instance, versions, args)
+    return _materialize_date(instance, versions, args, selection)
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
@@ -164,7 +172,7 @@ def _register_valid_versions(
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
     problems = {v: p for v in versions if v not in registered and (p := datasets.problem(v))}
     for version, problem in problems.items():
-        print(f"invalid dataset version {version!r}: {problem}", file=sys.stderr)
+        print(terminal_text(f"invalid dataset version {version!r}: {problem}"), file=sys.stderr)
     valid = [v for v in versions if v not in problems]
     new = [v for v in valid if v not in registered]
     if new:
@@ -173,22 +181,19 @@ def _register_valid_versions(
 
 
 def _materialize_date(
-    instance: DagsterInstance, versions: Sequence[str], args: argparse.Namespace
+    instance: DagsterInstance,
+    versions: Sequence[str],
+    args: argparse.Namespace,
+    selection: Sequence[AssetKey] | None,
 ) -> int:
-    """Materialize each version's partition on `args.date`, one run after another, here."""
-    from dagster import AssetSelection
-
+    """Materialize each version's partition on `args.date` (the `selection`'s assets, or all),
+    one run after another, here."""
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.run_ownership import RunOwner
 
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
-    selection = (
-        sorted(AssetSelection.from_string(args.select).resolve(asset_graph))
-        if args.select
-        else None
-    )
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
@@ -222,6 +227,37 @@ def _materialize_date(
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     return 0
+
+
+class UsageError(Exception):
+    """A bad command line argument: `main` prints the message as one line and exits 2."""
+
+
+def check_partition_date(day: str) -> None:
+    """Raise `UsageError` unless `day` is one of the date partitions (start date to today)."""
+    from rag_eval_pipeline.partitions import date_partitions
+
+    days = date_partitions.get_partition_keys()
+    if day not in days:
+        raise UsageError(
+            f"--date {day} is outside the date partitions {days[0]} to {days[-1]} "
+            "(RAG_EVAL_PARTITIONS_START sets the first one; the last one is today, UTC)"
+        )
+
+
+def selected_assets_of(text: str, defs: Definitions) -> list[AssetKey]:
+    """The asset keys an asset selection string selects; `UsageError` when it is invalid or
+    selects no asset (Dagster's message, first line)."""
+    from dagster import AssetSelection, DagsterError
+
+    try:
+        keys = sorted(AssetSelection.from_string(text).resolve(defs.resolve_asset_graph()))
+    except DagsterError as error:
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise UsageError(f"invalid --select {text!r}: {reason}") from error
+    if not keys:
+        raise UsageError(f"--select {text!r} selects no asset")
+    return keys
 
 
 def _run_tags_unless_up_to_date(
@@ -332,8 +368,10 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
     present = [frame for frame in found if frame is not None]
     if not present:
         print(
-            f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
-            "`rag-eval run` first.",
+            terminal_text(
+                f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
+                "`rag-eval run` first."
+            ),
             file=sys.stderr,
         )
         return 1
@@ -366,6 +404,8 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
 
 
 def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str) -> None:
+    """`frame` as JSON (control characters escaped by `json.dumps`) or as a table with every
+    control character shown as an escape (ids and system names come from dataset files)."""
     if output_format == "json":
         print(json.dumps(json.loads(frame.to_json(orient="records")), indent=2))
         return
@@ -381,7 +421,9 @@ def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str
         "display.float_format",
         "{:.4f}".format,
     ):
-        print(frame[[c for c in columns if c in frame.columns]].to_string(index=False))
+        print(
+            terminal_text(frame[[c for c in columns if c in frame.columns]].to_string(index=False))
+        )
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
@@ -463,7 +505,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_date_range(parser, args)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
+        return 2
 
 
 def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

@@ -9,8 +9,11 @@ sink calls it on every untrusted value:
 - `markdown_cell`: one cell of a GitHub-style markdown table; `|` cannot split the row, a line
   break cannot end it, and HTML or markdown syntax is shown as text.
 - `terminal_text`: control characters (C0 but tab and newline, DEL, C1), which drive the
-  terminal through escape sequences, are shown as `\\xNN` escapes.
+  terminal through escape sequences, are shown as `\\xNN` escapes, and Unicode bidirectional
+  controls, which reorder what is displayed ("Trojan Source"), as `\\uNNNN`.
 - `html_text`: `&`, `<`, `>`, `"` and `'` as entities (text and attribute values).
+- `xml_text`: `&`, `<`, `>` as entities, for text between the XML-like tags of an LLM prompt:
+  a value cannot close its tag or open another.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ _MARKDOWN = str.maketrans(
     }
 )
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
-_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_TERMINAL_CONTROL = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 def slack_text(value: object) -> str:
@@ -49,10 +54,21 @@ def markdown_cell(value: object) -> str:
 
 
 def terminal_text(value: object) -> str:
-    """`value` with every terminal control character shown as a `\\xNN` escape."""
-    return _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(value))
+    """`value` with every terminal control character shown as a `\\xNN` escape and every
+    bidirectional control as a `\\uNNNN` escape."""
+    return _TERMINAL_CONTROL.sub(_escape_control, str(value))
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def html_text(value: object) -> str:
     """`value` as literal HTML text or attribute content."""
     return html.escape(str(value), quote=True)
+
+
+def xml_text(value: object) -> str:
+    """`value` as literal text between XML tags (quotes kept: they need no escaping there)."""
+    return html.escape(str(value), quote=False)

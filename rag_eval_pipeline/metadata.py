@@ -6,19 +6,25 @@ from collections.abc import Collection, Mapping
 import pandas as pd
 from dagster import MetadataValue
 
+from rag_eval_pipeline.escaping import markdown_cell
+
 
 def _format(value: object) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:.4f}"
-    return str(value)
+    return markdown_cell(value)
 
 
 def markdown_table(frame: pd.DataFrame, max_rows: int = 60) -> str:
-    """A GitHub-style markdown table of the first `max_rows` rows."""
+    """A GitHub-style markdown table of the first `max_rows` rows.
+
+    Every header and cell goes through `markdown_cell`: a `|`, line break or HTML tag in an id or
+    a system name is shown as text and cannot split, add or shift rows and columns.
+    """
     if frame.empty:
         return "_no rows_"
     shown = frame.head(max_rows)
-    header = "| " + " | ".join(map(str, shown.columns)) + " |"
+    header = "| " + " | ".join(map(markdown_cell, shown.columns)) + " |"
     rule = "|" + "---|" * len(shown.columns)
     rows = ["| " + " | ".join(_format(v) for v in row) + " |" for row in shown.itertuples(False)]
     more = [f"\n_{len(frame) - max_rows} more rows_"] if len(frame) > max_rows else []

@@ -2,10 +2,12 @@
 
 A partition's outputs are a function of the dataset version's files, this package's code, the
 configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
-the asset selection and the scorecards stored for the version's earlier dates (the regression
-baseline). The embedding and judge caches already make model calls on unchanged inputs free;
-the fingerprint lets the CLI skip the Dagster run itself when the same partition was already
-materialized successfully from identical inputs and its outputs are still in the warehouse.
+the embedding model's weights (`embedding.weights`: a model changed in place under the same path
+changes the fingerprint), the asset selection and the scorecards stored for the version's
+earlier dates (the regression baseline). The embedding and judge caches already make model calls
+on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when the same
+partition was already materialized successfully from identical inputs and its outputs are still
+in the warehouse.
 
 A user callable as system under test (``RAG_EVAL_SYSTEM=callable``, or ``system: callable`` in
 the version's ``dataset.yaml``) can change behind any fingerprint, so its partitions are never
@@ -23,8 +25,10 @@ from upath import UPath
 
 from rag_eval_pipeline.code_version import code_digest, files_digest, source_files
 from rag_eval_pipeline.datasets.manifest import read_manifest
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, resolve_model_path
+from rag_eval_pipeline.embedding.weights import weights_fingerprint
 from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.settings import PROJECT_ROOT, THRESHOLDS_FILE
+from rag_eval_pipeline.settings import EMBEDDER_MODEL_ENV, PROJECT_ROOT, THRESHOLDS_FILE
 
 CONFIG_DIR = PROJECT_ROOT / "config"
 ENV_PREFIX = "RAG_EVAL_"
@@ -43,6 +47,12 @@ def config_digest() -> str:
 def environment_items(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """The ``RAG_EVAL_*`` variables, sorted: every setting the resources read."""
     return sorted((k, v) for k, v in environ.items() if k.startswith(ENV_PREFIX))
+
+
+def embedder_weights(environ: Mapping[str, str]) -> str:
+    """The fingerprint of the embedding model's weights (its files' sizes and hashes)."""
+    model = environ.get(EMBEDDER_MODEL_ENV, DEFAULT_MODEL)
+    return weights_fingerprint(resolve_model_path(model))
 
 
 def baseline_digest(store: WarehouseStore, version: str, date: str) -> str:
@@ -73,6 +83,7 @@ def partition_fingerprint(
         f"code={code_digest()}",
         f"config={config_digest()}",
         f"env={environment_items(environ)!r}",
+        f"embedder={embedder_weights(environ)}",
         f"selection={sorted(selection) if selection else 'all'}",
         f"baseline={baseline_digest(store, version, date)}",
     ]

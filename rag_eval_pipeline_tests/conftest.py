@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -85,15 +85,18 @@ def report_config(tmp_path: Path) -> dict:
 CLI_TIMEOUT_S = 300
 
 
-def deployment_env(data_dir: Path, home: Path) -> dict[str, str]:
+def deployment_env(
+    data_dir: Path, home: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The environment of a temporary deployment: the Dagster instance in `home`, datasets and
-    warehouse under `data_dir`, no `RAG_EVAL_*` from this environment."""
+    warehouse under `data_dir`, no `RAG_EVAL_*` from this environment, then `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
     env.update(
         DAGSTER_HOME=str(home),
         RAG_EVAL_DATA_DIR=str(data_dir),
         RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
         PYTHONPATH=str(PROJECT_ROOT),
+        **(extra or {}),
     )
     return env
 
@@ -102,16 +105,24 @@ def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
     """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment
     (`deployment_env`). Fails the test unless it exits with `exit_code` (0 by default); returns
     its standard output, or its standard error when it is expected to fail."""
-    completed = subprocess.run(
+    completed = rag_eval_process(data_dir, home, *args)
+    assert completed.returncode == exit_code, completed.stdout + completed.stderr
+    return completed.stdout if exit_code == 0 else completed.stderr
+
+
+def rag_eval_process(
+    data_dir: Path, home: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`rag_eval`'s fresh process with `env` added to its environment, whatever its exit code:
+    the completed process, standard output and error captured."""
+    return subprocess.run(
         [sys.executable, "-m", "rag_eval_pipeline.cli", *args],
-        env=deployment_env(data_dir, home),
+        env=deployment_env(data_dir, home, env),
         cwd=data_dir,
         capture_output=True,
         text=True,
         timeout=CLI_TIMEOUT_S,
     )
-    assert completed.returncode == exit_code, completed.stdout + completed.stderr
-    return completed.stdout if exit_code == 0 else completed.stderr
 
 
 def stop_process_group(process: subprocess.Popen) -> None:

@@ -24,3 +24,7 @@ def test_terminal_text_shows_control_sequences() -> None:
 
 def test_html_text_escapes_attributes() -> None:
     assert html_text("\"'<&>") == "&quot;&#x27;&lt;&amp;&gt;"
+
+
+def test_terminal_text_shows_bidirectional_controls() -> None:
+    assert terminal_text("sys\u202etxt.trec\u2066") == "sys\\u202etxt.trec\\u2066"

@@ -14,6 +14,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
+from rag_eval_pipeline.escaping import markdown_cell
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.reporting.html_report import (
@@ -85,13 +86,18 @@ def evaluation_report(
     metrics = evaluation_scorecard[evaluation_scorecard["tier"] != DATASET_TIER]
     n_attention = int((metrics["band"] == NEEDS_ATTENTION).sum())
     n_regressions = len(data.regressions)
-    against = f"{data.baseline.version} {data.baseline.date}" if data.baseline else "no baseline"
+    against = (
+        f"{markdown_cell(data.baseline.version)} {markdown_cell(data.baseline.date)}"
+        if data.baseline
+        else "no baseline"
+    )
     context.add_output_metadata(
         {
             "report_path": MetadataValue.path(str(path)),
             "report_url": MetadataValue.url(path.as_uri()),
             "summary": MetadataValue.md(
-                f"**{version} · {day}**: {len(metrics)} metrics, {n_attention} need attention, "
+                f"**{markdown_cell(version)} · {day}**: {len(metrics)} metrics, "
+                f"{n_attention} need attention, "
                 f"{n_regressions} regression(s) against {against}. "
                 f"[Open the report]({path.as_uri()})"
             ),

@@ -31,7 +31,8 @@ def text_key(text: str) -> str:
 
 
 def model_key(model_id: str, normalize: bool) -> str:
-    """A filesystem-safe folder name for one model configuration."""
+    """A filesystem-safe folder name for one model configuration (`model_id` is the embedder's
+    identity: the model and the fingerprint of its weights)."""
     digest = hashlib.sha256(f"{model_id}|normalize={normalize}".encode()).hexdigest()[:16]
     readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in model_id)[-48:]
     return f"{readable}-{digest}"

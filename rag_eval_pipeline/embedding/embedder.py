@@ -1,7 +1,8 @@
 """Sentence embeddings for every tier, with the packaged all-MiniLM-L6-v2 as the offline default.
 
 `Embedder.encode` returns float32 vectors (L2-normalized by default) and consults the
-content-addressed `EmbeddingCache`, so only texts never seen before reach the model. The model
+content-addressed `EmbeddingCache`, keyed by the model and the fingerprint of its weights
+(`embedding.weights`), so only texts never seen before reach the model. The model
 is loaded lazily, once per process, and only when a text misses the cache, without the
 "Loading weights" progress bar that transformers would draw on the run's stderr.
 """
@@ -12,13 +13,14 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rag_eval_pipeline.embedding.cache import EmbeddingCache, model_key, text_key
+from rag_eval_pipeline.embedding.weights import weights_fingerprint
 
 DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"
 
@@ -35,7 +37,9 @@ def resolve_model_path(model: str) -> str:
 
 
 @cache
-def _load_model(path: str) -> Any:
+def _load_model(path: str, identity: str) -> Any:
+    """The model at `path`, loaded once per `identity` (the model and its weights' fingerprint),
+    so weights changed in place are loaded again, never served from memory."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from sentence_transformers import SentenceTransformer
@@ -78,13 +82,19 @@ class Embedder:
         self._cache = (
             None
             if directory is None
-            else EmbeddingCache(directory / model_key(self.model, self.normalize))
+            else EmbeddingCache(directory / model_key(self.identity, self.normalize))
         )
 
     @property
     def model_name(self) -> str:
         """The model id recorded in output rows."""
         return self.model
+
+    @cached_property
+    def identity(self) -> str:
+        """The model id and the fingerprint of its weights: what cached vectors are keyed by, so
+        weights changed in place under the same model path never serve stale vectors."""
+        return f"{self.model}@{weights_fingerprint(resolve_model_path(self.model))}"
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` (n × d float32); cached vectors are reused, new ones are cached."""
@@ -129,13 +139,15 @@ class Embedder:
         cached = self._cache.dimension() if self._cache is not None else None
         if cached is not None:
             return cached
-        return int(_load_model(resolve_model_path(self.model)).get_embedding_dimension())
+        return int(
+            _load_model(resolve_model_path(self.model), self.identity).get_embedding_dimension()
+        )
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         logger.info("Embedding %d new texts with %s", len(texts), self.model)
-        model = _load_model(resolve_model_path(self.model))
+        model = _load_model(resolve_model_path(self.model), self.identity)
         vectors = model.encode(
             texts,
             batch_size=self.batch_size,

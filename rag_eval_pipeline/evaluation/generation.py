@@ -28,6 +28,7 @@ from rag_eval_pipeline.metrics.text import (
     citation_scores,
     exact_match,
     regex_match,
+    rouge_l_truncated,
     rouge_scores,
 )
 from rag_eval_pipeline.systems.retrievers import document_texts
@@ -172,7 +173,12 @@ def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def scorer_rows(
-    rows: pd.DataFrame, metric: str, scores: np.ndarray, scorer: str, no_answer: np.ndarray
+    rows: pd.DataFrame,
+    metric: str,
+    scores: np.ndarray,
+    scorer: str,
+    no_answer: np.ndarray,
+    truncated: np.ndarray | None = None,
 ) -> pd.DataFrame:
     errors = np.where(no_answer, "no answer to score", None)
     scores = np.where(no_answer, np.nan, scores)
@@ -191,6 +197,7 @@ def scorer_rows(
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "cost_usd": 0.0,
+            "truncated": np.zeros(len(rows), dtype=bool) if truncated is None else truncated,
             "details": None,
         }
     )[JUDGMENT_COLUMNS]
@@ -212,8 +219,18 @@ def reference_scores(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFrame:
     rouge = rouge_scores(answers, truths)
     parts = [
         scorer_rows(rows, metric, rouge[metric].to_numpy(), TEXT_SCORERS[metric], no_answer)
-        for metric in ("rouge1_f", "rouge2_f", "rougeL_f")
+        for metric in ("rouge1_f", "rouge2_f")
     ]
+    parts.append(
+        scorer_rows(
+            rows,
+            "rougeL_f",
+            rouge["rougeL_f"].to_numpy(),
+            TEXT_SCORERS["rougeL_f"],
+            no_answer,
+            rouge_l_truncated(answers, truths),
+        )
+    )
     parts.append(
         scorer_rows(rows, "bleu", bleu_scores(answers, truths), TEXT_SCORERS["bleu"], no_answer)
     )

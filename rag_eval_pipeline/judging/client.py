@@ -33,7 +33,6 @@ import email.utils
 import logging
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -45,6 +44,7 @@ from types import ModuleType
 from typing import Any, TypeVar, cast
 
 from rag_eval_pipeline.judging.cache import CachedReply, ReplyCache, cache_key
+from rag_eval_pipeline.judging.secrets import RedactingFilter, redact
 
 Messages = Sequence[Mapping[str, str]]
 ProgressCallback = Callable[[int, int], None]
@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 60.0
 MAX_ERROR_CHARS = 500
+# litellm's loggers and its HTTP client's, which may log request headers and provider errors
+REDACTED_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", __name__)
 
 
 @cache
@@ -63,6 +65,8 @@ def _litellm() -> ModuleType:
     import litellm
 
     litellm.suppress_debug_info = True
+    for name in REDACTED_LOGGERS:
+        logging.getLogger(name).addFilter(RedactingFilter())
     return litellm
 
 
@@ -76,9 +80,6 @@ def _retryable_errors() -> tuple[type[BaseException], ...]:
         litellm.ServiceUnavailableError,
         litellm.BadGatewayError,
     )
-
-
-_KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 
 
 @dataclass(frozen=True)
@@ -438,13 +439,12 @@ class LLMClient:
         )
 
     def _describe(self, error: BaseException) -> str:
-        """Error class and message, with the API key and anything key-shaped redacted."""
+        """Error class and message, with the API key, every secret of the environment and
+        anything key-shaped redacted (`judging.secrets.redact`)."""
         name = type(error).__name__
         message = str(error).removeprefix(f"litellm.{name}: ")
         text = message if message.startswith(f"{name}: ") else f"{name}: {message}"
-        if self.config.api_key:
-            text = text.replace(self.config.api_key, "***")
-        return _KEY_LIKE.sub("***", text)[:MAX_ERROR_CHARS]
+        return redact(text, [self.config.api_key])[:MAX_ERROR_CHARS]
 
     def _count(self, **increments: float) -> None:
         with self._usage_lock:

@@ -9,12 +9,16 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 
 - `score` is a float in [0, 1], NaN **only** together with a non-null `error`;
 - `error` says why a row has no score: a missing input (`missing answer`), an undefined metric
-  (`no claims`, `no contexts`), a failed call (`llm call failed: ...`), an unreadable reply
+  (`no claims`, `no contexts`), a prompt over `prompts.MAX_PROMPT_CHARS` that is never sent
+  (`prompt too long: ...`), a failed call (`llm call failed: ...`), an unreadable reply
   (`unparseable reply: ...` when no JSON object or score is found, `invalid reply: ...` when the
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
   is one, so failures can be inspected;
 - `latency_ms`, `judge_model`, `judge_version` (the prompt set or heuristic version), `cached`,
-  `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained.
+  `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained;
+- `truncated` is True when the row's texts exceed what the judge reads (the offline judge's
+  bounds `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), so it may have scored only a
+  part of them; False otherwise (always for the LLM judge, which sends texts whole).
 
 Inputs: a missing (None/NaN) or blank question or ground truth and a missing answer give an
 error row without any LLM call; an empty answer is judged like any other answer, except for
@@ -45,6 +49,7 @@ from rag_eval_pipeline.judging.prompts import (
     context_recall_prompt,
     e2e_score_prompt,
     faithfulness_prompt,
+    oversized,
 )
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
@@ -74,6 +79,7 @@ COMMON_COLUMNS: dict[str, str] = {
     "prompt_tokens": "int64",
     "completion_tokens": "int64",
     "cost_usd": "float64",
+    "truncated": "bool",
 }
 
 DETAIL_COLUMNS: dict[str, dict[str, str]] = {
@@ -228,6 +234,7 @@ def judgment_frame(metric: str, rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     has_error = frame["error"].notna()
     frame.loc[~has_error & frame["score"].isna(), "error"] = "undefined score"
     frame.loc[frame["error"].notna(), "score"] = math.nan
+    frame["truncated"] = frame["truncated"].astype("boolean").fillna(False)
     return frame.astype(dtypes)
 
 
@@ -346,6 +353,14 @@ def _context_recall(payload: dict[str, Any]) -> Interpretation:
     flags = _claim_flags(payload, "attributed")
     score, error = attempt(context_recall, flags)
     return score, error, {"n_claims": len(flags), "n_attributed": sum(flags)}
+
+
+def _bounded(request: Messages | _Skip) -> Messages | _Skip:
+    """`request`, or a `_Skip` when it is a prompt over `prompts.MAX_PROMPT_CHARS` characters."""
+    if isinstance(request, _Skip):
+        return request
+    problem = oversized(request)
+    return request if problem is None else _Skip(problem)
 
 
 class LLMJudge:
@@ -573,7 +588,11 @@ class LLMJudge:
         use_cache: bool,
         parse: Callable[[str], dict[str, Any]] = parse_json_object,
     ) -> list[_Call]:
-        """Send every prompt in one batch; `parse` each reply (the JSON object by default)."""
+        """Send every prompt in one batch; `parse` each reply (the JSON object by default).
+
+        A prompt longer than `prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
+        `prompt too long`, so one huge dataset text cannot run up the provider bill."""
+        requests = [_bounded(request) for request in requests]
         prompts = [request for request in requests if not isinstance(request, _Skip)]
         replies = iter(self.client.complete_many(prompts, use_cache=use_cache) if prompts else [])
         calls = []

@@ -35,6 +35,11 @@ The metrics:
   answer sentences, FN = ground-truth sentences supported by no answer sentence; RAGAS
   answer correctness with semantic similarity clip(cos(a, g), 0, 1).
 
+Bounded cost on any input: the judge reads the sentences of each text's first `MAX_JUDGED_CHARS`
+(20,000) characters, at most `MAX_SENTENCES` (256) per text or per row's context, so a support
+matrix is at most 256 × 256 whatever the input; a row whose texts exceed these bounds has
+`truncated` set (conservatively: also where a metric happened to need only the part it read).
+
 A noncommittal answer is an empty answer, or a one-sentence answer with a refusal phrase ("I
 don't know", "not enough information", "не знаю", "não sei", ...). `raw_reply` holds the
 heuristic's decisions as JSON in the schema the LLM judge's prompt asks for (plus supports),
@@ -55,6 +60,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -77,7 +83,7 @@ from rag_eval_pipeline.judging.judge import (
     missing_answer,
     missing_input,
 )
-from rag_eval_pipeline.judging.prompts import NO_CONTEXT_ANSWER, generator_prompt
+from rag_eval_pipeline.judging.prompts import NO_CONTEXT_ANSWER, generator_prompt, oversized
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
     answer_correctness,
@@ -111,6 +117,13 @@ GENERATION_COLUMNS: dict[str, str] = {
     "cost_usd": "float64",
 }
 
+# What the judge reads of each input: the sentences of a text's first `MAX_JUDGED_CHARS` characters,
+# at most `MAX_SENTENCES` of them per text (per row for a row's chunks). So the support matrix is
+# at most 256 × 256 and a 1 MB answer costs what a 20,000-character one does; rows cut short
+# have `truncated` set.
+MAX_JUDGED_CHARS = 20_000
+MAX_SENTENCES = 256
+
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
 # whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
 _SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
@@ -125,10 +138,23 @@ _REFUSAL = re.compile(
 )
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped."""
+def _all_sentences(text: str) -> list[str]:
     pieces = _SENTENCE_BREAK.split(_CITATION.sub("", text))
     return [piece.strip() for piece in pieces if _WORD.search(piece)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped;
+    only the first `MAX_SENTENCES` sentences of the first `MAX_JUDGED_CHARS` characters."""
+    return _all_sentences(text[:MAX_JUDGED_CHARS])[:MAX_SENTENCES]
+
+
+def exceeds_bounds(texts: Sequence[str]) -> bool:
+    """Whether the judge reads only part of `texts` (one text, or a row's chunks): a text longer
+    than `MAX_JUDGED_CHARS`, or more than `MAX_SENTENCES` sentences in all."""
+    if any(len(text) > MAX_JUDGED_CHARS for text in texts):
+        return True
+    return sum(len(_all_sentences(text)) for text in texts) > MAX_SENTENCES
 
 
 def word_tokens(text: str) -> list[str]:
@@ -165,8 +191,12 @@ class _Sentences:
 
 
 def _embed(embedder: Embedder, groups: Sequence[Sequence[str]]) -> list[_Sentences]:
-    """Embed the texts of every group in one batch; one `_Sentences` per group."""
-    flat = [text for group in groups for text in group]
+    """Embed the texts of every group in one batch; one `_Sentences` per group.
+
+    Each text is cut to its first `MAX_JUDGED_CHARS` characters before embedding: no vector
+    changes for a model that reads at most a few thousand tokens (all-MiniLM-L6-v2 reads 256),
+    and a megabyte is never tokenized."""
+    flat = [text[:MAX_JUDGED_CHARS] for group in groups for text in group]
     vectors = np.asarray(embedder.encode(flat), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
@@ -208,7 +238,7 @@ def remembered(method: JudgeMethod) -> JudgeMethod:
     def wrapper(self: OfflineJudge, *args: Any, use_cache: bool = True, **kwargs: Any) -> Any:
         if self.cache is None or not use_cache:
             return method(self, *args, use_cache=use_cache, **kwargs)
-        identity = [method.__name__, self.judge_version, self.embedder.model_name, code_digest()]
+        identity = [method.__name__, self.judge_version, self.embedder.identity, code_digest()]
         payload = json.dumps([identity, _plain(args), sorted(kwargs.items())], default=str)
         key = hashlib.blake2b(payload.encode(), digest_size=20).hexdigest()
         hit = self.cache.get(key)
@@ -309,7 +339,7 @@ class OfflineJudge:
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
         rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
-        return self._frame("faithfulness", rows, start)
+        return self._frame("faithfulness", rows, start, contexts, answer_texts)
 
     @remembered
     def answer_relevance(
@@ -337,7 +367,7 @@ class OfflineJudge:
                 cosine = _cosine(question_vectors[i], answer_vectors[i])
                 score, reason = min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}"
             rows.append(_rubric_row(score, reason))
-        return self._frame("answer_relevance", rows, start)
+        return self._frame("answer_relevance", rows, start, answers)
 
     @remembered
     def coherence(
@@ -361,7 +391,7 @@ class OfflineJudge:
                 rows.append({"score": math.nan, "error": problem})
                 continue
             rows.append(_rubric_row(*consecutive_coherence(embedded.vectors)))
-        return self._frame("coherence", rows, start)
+        return self._frame("coherence", rows, start, answers)
 
     @remembered
     def answer_relevance_ragas(
@@ -409,7 +439,7 @@ class OfflineJudge:
                     "noncommittal": noncommittal,
                 }
             )
-        return self._frame("answer_relevance_ragas", rows, start)
+        return self._frame("answer_relevance_ragas", rows, start, answers)
 
     @remembered
     def e2e_score(
@@ -455,7 +485,7 @@ class OfflineJudge:
                     "reason": reason,
                 }
             )
-        return self._frame("e2e_score", rows, start)
+        return self._frame("e2e_score", rows, start, answers, ground_truths)
 
     @remembered
     def context_precision(
@@ -509,7 +539,7 @@ class OfflineJudge:
                     "n_relevant": sum(verdicts),
                 }
             )
-        return self._frame("context_precision", rows, start)
+        return self._frame("context_precision", rows, start, chunk_lists, truths)
 
     @remembered
     def context_recall(
@@ -529,7 +559,7 @@ class OfflineJudge:
         )
         evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
         rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
-        return self._frame("context_recall", rows, start)
+        return self._frame("context_recall", rows, start, contexts, truths)
 
     @remembered
     def answer_correctness(
@@ -589,7 +619,7 @@ class OfflineJudge:
                     "semantic_similarity": similarity,
                 }
             )
-        return self._frame("answer_correctness", rows, start)
+        return self._frame("answer_correctness", rows, start, answers, ground_truths)
 
     def _claim_rows(
         self,
@@ -626,8 +656,15 @@ class OfflineJudge:
             )
         return rows
 
-    def _frame(self, metric: str, rows: list[dict[str, Any]], start: float) -> pd.DataFrame:
+    def _frame(
+        self, metric: str, rows: list[dict[str, Any]], start: float, *inputs: Sequence[Any]
+    ) -> pd.DataFrame:
+        """The metric's frame; `inputs` (the text columns it read) set each row's `truncated`."""
         latency_ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
+        rows = [
+            row | {"truncated": truncated}
+            for row, truncated in zip(rows, _over_bounds(*inputs), strict=True)
+        ]
         common = {
             "latency_ms": latency_ms,
             "judge_model": self.judge_model,
@@ -667,8 +704,16 @@ def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[st
 
 
 def _context_sentences(chunks: Any) -> list[str]:
-    """All sentences of a row's chunks, in rank order."""
-    return [sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk)]
+    """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
+    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
+    return list(itertools.islice(sentences, MAX_SENTENCES))
+
+
+def _over_bounds(*columns: Sequence[Any]) -> list[bool]:
+    """Per row, whether the judge reads only part of one of its texts (see `exceeds_bounds`)."""
+    return [
+        any(exceeds_bounds(as_chunks(value)) for value in row) for row in zip(*columns, strict=True)
+    ]
 
 
 class Generator(Protocol):
@@ -758,8 +803,9 @@ class OfflineGenerator:
 class LLMGenerator:
     """Answers through an LLM with the generator prompt (numbered context, citations [n]).
 
-    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a failed call
-    or an empty reply gives a row with `answer` None and `error` set.
+    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a prompt over
+    `MAX_PROMPT_CHARS` (never sent), a failed call or an empty reply gives a row with `answer`
+    None and `error` set.
     """
 
     def __init__(self, client: LLMClient) -> None:
@@ -781,10 +827,14 @@ class LLMGenerator:
         aligned(questions=questions, contexts=contexts)
         texts = [as_text(q) for q in questions]
         chunk_lists = [[c for c in as_chunks(chunks) if c.strip()] for chunks in contexts]
-        asked = [
-            i for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True)) if q and chunks
-        ]
-        prompts = [generator_prompt(texts[i], chunk_lists[i]) for i in asked]
+        candidates = {
+            i: generator_prompt(q, chunks)
+            for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True))
+            if q and chunks
+        }
+        too_long = {i: oversized(prompt) for i, prompt in candidates.items() if oversized(prompt)}
+        asked = [i for i in candidates if i not in too_long]
+        prompts = [candidates[i] for i in asked]
         replies = self.client.complete_many(prompts, use_cache=use_cache) if prompts else []
         reply_of = dict(zip(asked, replies, strict=True))
         base = {
@@ -799,7 +849,7 @@ class LLMGenerator:
         for i, question in enumerate(texts):
             reply = reply_of.get(i)
             if reply is None:
-                problem = missing_input(question=question)
+                problem = missing_input(question=question) or too_long.get(i)
                 rows.append(
                     base | {"answer": None if problem else NO_CONTEXT_ANSWER, "error": problem}
                 )

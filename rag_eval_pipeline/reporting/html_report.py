@@ -14,12 +14,11 @@ be mailed, attached to a ticket or opened from disk. It shows:
 - the latest value of each headline metric for every version evaluated on or before the date.
 
 `collect_report_data` reads the inputs from a `WarehouseStore`; everything else is a pure
-function of DataFrames. Every string from the data is escaped with `html.escape`.
+function of DataFrames. Every string from the data is escaped with `escaping.html_text`.
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from rag_eval_pipeline.escaping import html_text
 from rag_eval_pipeline.evaluation.alerts import regressions_for
 from rag_eval_pipeline.evaluation.regression import KEY
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
@@ -102,11 +102,6 @@ class Series:
     ci_low: Sequence[float]
     ci_high: Sequence[float]
     regressions: Mapping[str, str] = field(default_factory=dict)  # date → tooltip
-
-
-def esc(value: object) -> str:
-    """`value` as text safe in HTML and XML content and quoted attributes."""
-    return html.escape(str(value), quote=True)
 
 
 def format_value(value: object) -> str:
@@ -279,8 +274,8 @@ def line_chart_svg(
 
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{esc(title)}">',
-        f"<title>{esc(title)}</title>",
+        f'role="img" aria-label="{html_text(title)}">',
+        f"<title>{html_text(title)}</title>",
     ]
     step = ticks[1] - ticks[0]
     for tick in ticks:
@@ -295,7 +290,7 @@ def line_chart_svg(
         parts.append(
             f'<line class="axis" x1="{x:.1f}" x2="{x:.1f}" y1="{bottom}" y2="{bottom + 5}"/>'
             f'<text class="tick" x="{x:.1f}" y="{bottom + 19}" text-anchor="middle">'
-            f"{esc(day)}</text>"
+            f"{html_text(day)}</text>"
         )
     parts.append(
         f'<line class="axis" x1="{left}" x2="{left}" y1="{top}" y2="{bottom}"/>'
@@ -312,7 +307,7 @@ def _series_svg(
     s: Series, x_of: Callable[[str], float], y_of: Callable[[float], float], *, markers: bool
 ) -> list[str]:
     """The CI band, line(s), point markers and regression marks of one series."""
-    label = esc(s.label)
+    label = html_text(s.label)
     has_ci = [
         math.isfinite(lo) and math.isfinite(hi) for lo, hi in zip(s.ci_low, s.ci_high, strict=True)
     ]
@@ -346,16 +341,16 @@ def _series_svg(
         tip = f"{s.label} · {day}: {format_value(s.values[i])}{ci if has_ci[i] else ''}"
         if day in s.regressions:
             parts.append(
-                f'<g class="regression" data-series="{label}" data-date="{esc(day)}">'
-                f"<title>{esc(s.regressions[day])}</title>"
+                f'<g class="regression" data-series="{label}" data-date="{html_text(day)}">'
+                f"<title>{html_text(s.regressions[day])}</title>"
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7" fill="none" '
                 f'stroke="{REGRESSION_COLOR}" stroke-width="2"/>'
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{REGRESSION_COLOR}"/></g>'
             )
         elif markers:
             parts.append(
-                f'<circle class="point" data-series="{label}" data-date="{esc(day)}" '
-                f'cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{s.color}"><title>{esc(tip)}</title>'
+                f'<circle class="point" data-series="{label}" data-date="{html_text(day)}" '
+                f'cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{s.color}"><title>{html_text(tip)}</title>'
                 "</circle>"
             )
     return parts
@@ -382,7 +377,7 @@ def _legend(
             )
         else:
             swatch = f'<circle cx="{x + 9:.1f}" cy="{y:.1f}" r="4" fill="{color}"/>'
-        parts.append(f'{swatch}<text x="{x + 24:.1f}" y="{y + 4:.1f}">{esc(label)}</text>')
+        parts.append(f'{swatch}<text x="{x + 24:.1f}" y="{y + 4:.1f}">{html_text(label)}</text>')
         x += item_width
     parts.append("</g>")
     return parts, int(y - top) + 18
@@ -394,7 +389,7 @@ def _legend(
 def _band_pill(value: object) -> str:
     if not isinstance(value, str) or value not in BANDS:
         return '<span class="muted">—</span>'
-    return f'<span class="band band-{value.replace(" ", "-")}">{esc(value)}</span>'
+    return f'<span class="band band-{value.replace(" ", "-")}">{html_text(value)}</span>'
 
 
 def _direction(higher_is_better: object) -> str:
@@ -411,7 +406,7 @@ def _ci(low: float, high: float) -> str:
 
 def _table(headers: Sequence[str], rows: Sequence[str], numeric: set[int], css: str = "") -> str:
     head = "".join(
-        f'<th class="num">{esc(h)}</th>' if i in numeric else f"<th>{esc(h)}</th>"
+        f'<th class="num">{html_text(h)}</th>' if i in numeric else f"<th>{html_text(h)}</th>"
         for i, h in enumerate(headers)
     )
     return (
@@ -456,13 +451,13 @@ def scorecard_summary_html(
     regressed = set(regressions[KEY].itertuples(index=False, name=None))
     body = []
     for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
-        body.append(f'<tr class="group"><th colspan="7">{esc(tier)}</th></tr>')
+        body.append(f'<tr class="group"><th colspan="7">{html_text(tier)}</th></tr>')
         for r in group.itertuples():
             is_regressed = (r.tier, r.system, r.metric) in regressed
             body.append(
                 f'<tr class="{"row-regressed" if is_regressed else ""}">'
-                f"<td>{esc(r.system)}</td>"
-                f"<td><code>{esc(r.metric)}</code>{_direction(r.higher_is_better)}</td>"
+                f"<td>{html_text(r.system)}</td>"
+                f"<td><code>{html_text(r.metric)}</code>{_direction(r.higher_is_better)}</td>"
                 f'<td class="num strong">{format_value(r.value)}</td>'
                 f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
                 f'<td class="num">{format_count(r.count)}</td>'
@@ -476,7 +471,7 @@ def scorecard_summary_html(
 def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     """Every row of the scorecard, dataset statistics included."""
     body = [
-        f"<tr><td>{esc(r.tier)}</td><td>{esc(r.system)}</td><td><code>{esc(r.metric)}</code>"
+        f"<tr><td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td><td><code>{html_text(r.metric)}</code>"
         f"{_direction(r.higher_is_better)}</td>"
         f'<td class="num">{format_value(r.value)}</td><td class="num">{format_value(r.std)}</td>'
         f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
@@ -499,15 +494,14 @@ def regressions_html(
             "dataset version, so there is nothing to compare with.</p>"
         )
     if regressions.empty:
-        return (
-            f'<p class="ok">No regression against {esc(baseline.version)} {esc(baseline.date)}.</p>'
-        )
+        against = f"{html_text(baseline.version)} {html_text(baseline.date)}"
+        return f'<p class="ok">No regression against {against}.</p>'
     headline = regressions["metric"].isin(headline_metrics)
     ordered = regressions.assign(
         other=~headline, severity=-regressions["relative_change"].abs()
     ).sort_values(["other", "severity"])
     body = [
-        f"<tr><td>{esc(r.tier)}</td><td>{esc(r.system)}</td><td><code>{esc(r.metric)}</code>"
+        f"<tr><td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td><td><code>{html_text(r.metric)}</code>"
         f"{_direction(r.higher_is_better)}</td>"
         f'<td class="num">{format_value(r.baseline_value)}</td>'
         f'<td class="num strong">{format_value(r.value)}</td>'
@@ -552,8 +546,8 @@ def cross_version_html(
     for r in cross_version.itertuples(index=False):
         cells.setdefault((r.metric, r.tier, r.system, r.dataset_version), (r.value, r.band))
     head = "<th>Metric</th><th>System</th>" + "".join(
-        f'<th class="num{" current" if v == current_version else ""}">{esc(v)}'
-        f'<span class="sub">{esc(d)}</span></th>'
+        f'<th class="num{" current" if v == current_version else ""}">{html_text(v)}'
+        f'<span class="sub">{html_text(d)}</span></th>'
         for v, d in versions.itertuples(index=False)
     )
     body = []
@@ -561,8 +555,8 @@ def cross_version_html(
     for metric, tier, system in keys[["metric", "tier", "system"]].itertuples(index=False):
         first = metric != previous
         previous = metric
-        name = f"<code>{esc(metric)}</code>" if first else ""
-        row = [f"<td>{name}</td><td>{esc(system)}</td>"]
+        name = f"<code>{html_text(metric)}</code>" if first else ""
+        row = [f"<td>{name}</td><td>{html_text(system)}</td>"]
         for version in versions["dataset_version"]:
             current = " current" if version == current_version else ""
             found = cells.get((metric, tier, system, version))
@@ -653,14 +647,17 @@ def trends_html(data: ReportData) -> str:
         )
         hint = '<span class="hint">lower is better</span>' if lower else ""
         figures.append(
-            f'<figure class="card chart-card" data-metric="{esc(metric)}"><figcaption>'
-            f"<code>{esc(metric)}</code>{hint}</figcaption>"
+            f'<figure class="card chart-card" data-metric="{html_text(metric)}"><figcaption>'
+            f"<code>{html_text(metric)}</code>{hint}</figcaption>"
             f"{line_chart_svg(f'{metric} by date ({data.version})', series)}</figure>"
         )
     dates = sorted(set(data.history["date"]))
-    span = f"{esc(dates[0])} → {esc(dates[-1])}" if len(dates) > 1 else esc(dates[0])
+    span = (
+        f"{html_text(dates[0])} → {html_text(dates[-1])}" if len(dates) > 1 else html_text(dates[0])
+    )
     return (
-        f'<p class="lead">{len(dates)} stored date(s) of <strong>{esc(data.version)}</strong> '
+        f'<p class="lead">{len(dates)} stored date(s) of '
+        f"<strong>{html_text(data.version)}</strong> "
         f"({span}). Hover a point for its value; red rings are regressions.</p>"
         f'<div class="charts">{"".join(figures)}</div>'
     )
@@ -681,7 +678,7 @@ def _kpis(data: ReportData) -> str:
         '<div class="kpis">'
         + "".join(
             f'<div class="kpi kpi-{css}"><div class="kpi-value">{value}</div>'
-            f'<div class="kpi-label">{esc(label)}</div></div>'
+            f'<div class="kpi-label">{html_text(label)}</div></div>'
             for label, value, css in cards
         )
         + "</div>"
@@ -690,16 +687,18 @@ def _kpis(data: ReportData) -> str:
 
 def _header(data: ReportData) -> str:
     baseline = (
-        f"{esc(data.baseline.version)} {esc(data.baseline.date)}" if data.baseline else "none yet"
+        f"{html_text(data.baseline.version)} {html_text(data.baseline.date)}"
+        if data.baseline
+        else "none yet"
     )
     facts = [
-        ("Dataset version", esc(data.version)),
-        ("Date", esc(data.date)),
+        ("Dataset version", html_text(data.version)),
+        ("Date", html_text(data.date)),
         ("Baseline", baseline),
-        ("Generated", esc(data.generated_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip())),
+        ("Generated", html_text(data.generated_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip())),
     ]
     facts += [
-        (role, ", ".join(f"<code>{esc(m)}</code>" for m in models) or "—")
+        (role, ", ".join(f"<code>{html_text(m)}</code>" for m in models) or "—")
         for role, models in models_used(data.scorecard).items()
     ]
     stats = data.scorecard[data.scorecard["tier"] == DATASET_TIER].set_index("metric")["value"]
@@ -711,7 +710,7 @@ def _header(data: ReportData) -> str:
     items = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     return (
         '<header class="page-header"><p class="eyebrow">RAG evaluation report</p>'
-        f'<h1>{esc(data.version)} <span class="light">· {esc(data.date)}</span></h1>'
+        f'<h1>{html_text(data.version)} <span class="light">· {html_text(data.date)}</span></h1>'
         f'<dl class="facts">{items}</dl>'
         + (f'<p class="sizes">{sizes}</p>' if sizes else "")
         + "</header>"
@@ -721,7 +720,9 @@ def _header(data: ReportData) -> str:
 def render_report(data: ReportData) -> str:
     """The complete HTML page of the report."""
     baseline = (
-        f" against {esc(data.baseline.version)} {esc(data.baseline.date)}" if data.baseline else ""
+        f" against {html_text(data.baseline.version)} {html_text(data.baseline.date)}"
+        if data.baseline
+        else ""
     )
     summary = scorecard_summary_html(
         data.scorecard, data.baseline, data.regressions, data.headline_metrics
@@ -737,7 +738,7 @@ def render_report(data: ReportData) -> str:
         f"{summary}</section>",
         f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
         '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
-        f"scorecard of each version on or before {esc(data.date)}.</p>"
+        f"scorecard of each version on or before {html_text(data.date)}.</p>"
         f"{cross_version_html(data.cross_version, data.version, data.headline_metrics)}</section>",
         '<section id="full-scorecard"><details><summary>Full scorecard '
         f"({len(data.scorecard)} rows)</summary>{full_scorecard_html(data.scorecard)}</details>"
@@ -746,7 +747,7 @@ def render_report(data: ReportData) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>RAG evaluation · {esc(data.version)} · {esc(data.date)}</title>"
+        f"<title>RAG evaluation · {html_text(data.version)} · {html_text(data.date)}</title>"
         f"<style>{CSS}</style></head><body><main>{''.join(sections)}"
         "<footer>Generated by <code>rag_eval_pipeline</code>. A metric regresses when it moves "
         "in its bad direction by more than its tolerance and the baseline lies outside the "
