@@ -31,12 +31,13 @@ _MARKDOWN = str.maketrans(
         "\\": "\\\\",
         "`": "\\`",
         "*": "\\*",
-        "_": "\\_",
         "[": "\\[",
         "]": "\\]",
         "~": "\\~",
     }
 )
+# `_` opens emphasis only at a word boundary; inside a word (`context_precision`) it stays as is.
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
 _TERMINAL_CONTROL = re.compile(
     r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
@@ -50,7 +51,8 @@ def slack_text(value: object) -> str:
 
 def markdown_cell(value: object) -> str:
     """`value` as the literal content of one markdown table cell: line breaks become `<br>`."""
-    return _LINE_BREAKS.sub("<br>", str(value).translate(_MARKDOWN))
+    escaped = _EMPHASIS_UNDERSCORE.sub(r"\\_", str(value).translate(_MARKDOWN))
+    return _LINE_BREAKS.sub("<br>", escaped)
 
 
 def terminal_text(value: object) -> str:

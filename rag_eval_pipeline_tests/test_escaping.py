@@ -28,3 +28,8 @@ def test_html_text_escapes_attributes() -> None:
 
 def test_terminal_text_shows_bidirectional_controls() -> None:
     assert terminal_text("sys\u202etxt.trec\u2066") == "sys\\u202etxt.trec\\u2066"
+
+
+def test_markdown_cell_escapes_only_underscores_that_can_open_emphasis() -> None:
+    assert markdown_cell("context_precision") == "context_precision"
+    assert markdown_cell("_x_ __init__") == "\\_x\\_ \\_\\_init\\_\\_"
