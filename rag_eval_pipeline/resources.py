@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from dagster import ConfigurableResource
 
-from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
+from rag_eval_pipeline.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
@@ -185,22 +185,26 @@ class AlertsResource(ConfigurableResource):
 
     `webhook_url`: any endpoint taking a JSON POST (set it from an `EnvVar`, e.g.
     `RAG_EVAL_ALERT_WEBHOOK`); `style`: `json` (every field) or `slack` (a Slack incoming
-    webhook's `{"text": ...}`).
+    webhook's `{"text": ...}`); `ui_url`: the Dagster UI's base URL, linked from each alert
+    (`RAG_EVAL_UI_URL`).
     """
 
     webhook_url: str | None = None
     style: str = "json"
+    ui_url: str | None = None
     timeout_s: float = 10.0
     max_retries: int = 3
     backoff_s: float = 1.0
 
-    def deliver(self, regressions: pd.DataFrame) -> Delivery | None:
-        """Send the alert; None when no webhook is configured."""
+    def deliver(
+        self, regressions: pd.DataFrame, context: AlertContext | None = None
+    ) -> Delivery | None:
+        """Send one partition's alert; None when no webhook is configured."""
         if not self.webhook_url:
             return None
         return post_json(
             self.webhook_url,
-            alert_payload(regressions, self.style),
+            alert_payload(regressions, self.style, context),
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             backoff_s=self.backoff_s,
