@@ -2,6 +2,7 @@
 
 rag-eval validate PATH
 rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION] [--force]
+             [--fail-on-regression]
 rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
 """
 
@@ -112,6 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
     pending: list[PartitionRun] = []
+    up_to_date: dict[str, str] = {}
     for version in versions:
         key = evaluation_partition_key(version, args.date)
         fingerprint = partition_fingerprint(
@@ -138,6 +140,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if previous and outputs_present(
                 UPath(WAREHOUSE_URL), selected_assets, version, args.date, files=reports
             ):
+                up_to_date[version] = previous[0].run_id
                 print(
                     f"{key} is up to date: run {previous[0].run_id} materialized it from the "
                     "same data, code and configuration (--force runs it again)"
@@ -158,14 +161,42 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
     )
     failed = []
+    run_ids = dict(up_to_date)
     for run, run_id, success in run_partitions(materialize, pending, args.jobs):
         print(f"  {'ok' if success else 'FAILED'}: {run.key}, run {run_id}", flush=True)
+        run_ids[run.version] = run_id
         if not success:
             failed.append(run.version)
+    gated = _print_summary(instance, versions, args.date, run_ids)
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
+    if gated and args.fail_on_regression:
+        print(f"--fail-on-regression: {', '.join(gated)}", file=sys.stderr)
+        return 3
     return 0
+
+
+def _print_summary(
+    instance: DagsterInstance, versions: Sequence[str], day: str, run_ids: Mapping[str, str]
+) -> list[str]:
+    """Print each partition's regression alerts and failed checks; return the partitions a CI
+    gate fails on (an alert or an ERROR check)."""
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
+    from rag_eval_pipeline.run_summary import partition_summary
+
+    store = WarehouseStore(WAREHOUSE_URL)
+    gated = []
+    print(f"summary for {day}:")
+    for version in versions:
+        summary = partition_summary(instance, store, version, day, run_ids.get(version))
+        verdict = "needs a look" if summary.lines else "no regression, every check passed"
+        print(f"{version}|{day}: {verdict}")
+        for line in summary.lines:
+            print(line)
+        if summary.gates:
+            gated.append(f"{version}|{day}")
+    return gated
 
 
 def _materialize_partition(
@@ -302,6 +333,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "partitions materialized at once, each in a forked process (default: 1; "
             f"this machine has {available_cores()} cores)"
+        ),
+    )
+    run.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help=(
+            "exit 3 when a partition has a regression alert (a regressed metric, or one missing "
+            "today) or an ERROR check such as a judge outage: a CI gate"
         ),
     )
     run.set_defaults(handler=cmd_run)

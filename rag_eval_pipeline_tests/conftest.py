@@ -74,10 +74,11 @@ def report_config(tmp_path: Path) -> dict:
 CLI_TIMEOUT_S = 300
 
 
-def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
+def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
     """Run `rag-eval *args` in a fresh process, as a user does, on a temporary deployment: the
     Dagster instance in `home`, datasets and warehouse under `data_dir`, no `RAG_EVAL_*` from
-    this environment. Fails the test unless it exits 0; returns its standard output."""
+    this environment. Fails the test unless it exits with `exit_code`; returns its standard
+    output."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_")}
     env.update(
         DAGSTER_HOME=str(home),
@@ -93,5 +94,5 @@ def rag_eval(data_dir: Path, home: Path, *args: str) -> str:
         text=True,
         timeout=CLI_TIMEOUT_S,
     )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert completed.returncode == exit_code, completed.stdout + completed.stderr
     return completed.stdout

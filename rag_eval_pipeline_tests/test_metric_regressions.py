@@ -32,7 +32,12 @@ from rag_eval_pipeline.evaluation.regression import (
 from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import AlertsResource, DatasetsResource, WarehouseResource
 from rag_eval_pipeline.sensors import regression_alert_sensor
-from rag_eval_pipeline_tests.conftest import SHIPPED_STORAGE, evaluation_resources, report_config
+from rag_eval_pipeline_tests.conftest import (
+    SHIPPED_STORAGE,
+    evaluation_resources,
+    rag_eval,
+    report_config,
+)
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
 VERSION, DAY1, DAY2 = "flips", "2026-11-20", "2026-11-21"
@@ -217,3 +222,19 @@ def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
     moved = row(changed, "s", "avg_faithfulness")
     assert moved["verdict"] == "not comparable" and not moved["alert"]
     assert moved["reason"] == "judge changed (gpt-4o-mini → offline)"
+
+
+def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_version(data / "datasets" / VERSION, DAY1_MISSES)
+    first = rag_eval(data, tmp_path / "home", "run", "--date", DAY1, "--fail-on-regression")
+    assert f"{VERSION}|{DAY1}: no regression, every check passed" in first
+    write_version(data / "datasets" / VERSION, DAY2_MISSES)
+    second = rag_eval(
+        data, tmp_path / "home", "run", "--date", DAY2, "--fail-on-regression", exit_code=3
+    )
+    assert f"{VERSION}|{DAY2}: needs a look" in second
+    assert "regression alert(s) (asset metric_regressions):" in second
+    assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
+    assert "check scorecard_regressions on metric_regressions failed (WARN)" in second
+    assert " · swap · " not in second and " · same · " not in second
