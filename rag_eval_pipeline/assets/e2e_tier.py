@@ -10,6 +10,7 @@ from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
     judge_answers,
+    n_refusals,
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
@@ -106,6 +107,7 @@ def e2e_judgments(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )

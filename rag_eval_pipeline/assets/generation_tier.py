@@ -12,6 +12,7 @@ from rag_eval_pipeline.evaluation.generation import (
     generate,
     ideal_contexts,
     judge_answers,
+    n_refusals,
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
@@ -85,6 +86,7 @@ def generation_judgments(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
             "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }

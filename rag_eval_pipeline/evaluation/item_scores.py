@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from rag_eval_pipeline.evaluation.summaries import scorecard_metric
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
 
 ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
@@ -44,8 +45,8 @@ def wide_items(
 def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> pd.DataFrame:
     """Long judgments (`system, query_id, metric, score, error`) in the item layout.
 
-    Metric names get the scorecard's `prefix`; error rows keep their NaN score (missing on
-    that side of a pair, never a zero).
+    Metric names are the scorecard's (`summaries.scorecard_metric`); error rows keep their NaN
+    score (missing on that side of a pair, never a zero).
     """
     if judgments.empty:
         return empty_items()
@@ -53,7 +54,7 @@ def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> 
         {
             "tier": tier,
             "system": judgments["system"].astype(str),
-            "metric": prefix + judgments["metric"].astype(str),
+            "metric": scorecard_metric(judgments["metric"], prefix),
             "item_id": judgments["query_id"].astype(str),
             "value": judgments["score"].astype(float),
         }

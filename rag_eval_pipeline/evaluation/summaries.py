@@ -70,8 +70,15 @@ def summarize_judgments(judgments: pd.DataFrame, tier: str, prefix: str = "avg_"
     )
     summary = summary.merge(errors, on=["system", "metric"], how="left")
     summary["error_rate"] = summary["n_errors"] / summary["n_rows"].where(summary["n_rows"] > 0)
-    summary["metric"] = prefix + summary["metric"]
+    summary["metric"] = scorecard_metric(summary["metric"], prefix)
     return summary.assign(tier=tier)[QUALITY_COLUMNS]
+
+
+def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
+    """Judgment metric names as the scorecard shows them: `prefix` + name, except rates
+    (`refusal_rate`), which are already named as what they are."""
+    names = metrics.astype(str)
+    return names.where(names.str.endswith("_rate"), prefix + names)
 
 
 def single_values(values: Mapping[str, float], tier: str, system: str, count: int) -> pd.DataFrame:
