@@ -22,6 +22,7 @@ from dagster import (
 
 from rag_eval_pipeline.assets.regressions import metric_regressions
 from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
+from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.partitions import evaluation_partitions
@@ -98,18 +99,21 @@ def judge_error_rate_check(asset_name: str) -> AssetChecksDefinition:
         partitions_def=evaluation_partitions,
         description=(
             f"At most {MAX_JUDGE_ERROR_RATE:.0%} of the judgments are error rows (WARN); more "
-            f"than {JUDGE_OUTAGE_RATE:.0%} is a judge outage (ERROR)."
+            f"than {JUDGE_OUTAGE_RATE:.0%} of the judge calls failing is an outage (ERROR)."
         ),
     )
     def _check(context: AssetCheckExecutionContext, judgments: pd.DataFrame) -> AssetCheckResult:
         rate = float(judgments["error"].notna().mean()) if len(judgments) else 0.0
-        outage = rate > JUDGE_OUTAGE_RATE
+        calls = judgments[judgments["metric"].isin(list(JUDGE_CALLS))]
+        call_rate = float(calls["error"].notna().mean()) if len(calls) else 0.0
+        outage = call_rate > JUDGE_OUTAGE_RATE
         return AssetCheckResult(
             passed=rate <= MAX_JUDGE_ERROR_RATE,
             severity=AssetCheckSeverity.ERROR if outage else AssetCheckSeverity.WARN,
             description=(f"Judge outage: {rate:.0%} of the judgments failed." if outage else None),
             metadata={
                 "error_rate": MetadataValue.float(rate),
+                "judge_call_error_rate": MetadataValue.float(call_rate),
                 "n_rows": MetadataValue.int(len(judgments)),
                 "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
                 "outage": MetadataValue.bool(outage),

@@ -102,6 +102,7 @@ class LLMResource(ConfigurableResource):
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_retries: int = 3
+    breaker_failures: int = 5
     cache_dir: str = str(CACHE_DIR / "llm")
 
     @property
@@ -127,6 +128,7 @@ class LLMResource(ConfigurableResource):
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
                 cache_dir=Path(self.cache_dir),
+                breaker_failures=self.breaker_failures,
             )
         )
 

@@ -14,4 +14,6 @@ def llm_usage_metadata(role: str, model: str, client: LLMClient | None) -> dict[
         metadata.update(
             {f"{role}_{name}": value for name, value in client.usage.as_metadata().items()}
         )
+        metadata[f"{role}_breaker_skipped"] = client.breaker.skipped
+        metadata[f"{role}_breaker_open"] = client.breaker.is_open
     return metadata
