@@ -14,16 +14,17 @@ from dagster import (
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetIn,
     AssetKey,
     MetadataValue,
     PreviewWarning,
     asset_check,
 )
 
-from rag_eval_pipeline.assets.regressions import metric_regressions
 from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
 from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.store import REGRESSIONS_ASSET
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.partitions import evaluation_partitions
 
@@ -57,8 +58,9 @@ def scorecard_thresholds(
 
 
 @asset_check(
-    asset=metric_regressions,
+    asset=evaluation_scorecard,
     name="scorecard_regressions",
+    additional_ins={"metric_regressions": AssetIn(REGRESSIONS_ASSET)},
     partitions_def=evaluation_partitions,
     description=(
         "No metric regressed against the baseline (previous date by default) and none that had "
@@ -67,7 +69,9 @@ def scorecard_thresholds(
     ),
 )
 def scorecard_regressions(
-    context: AssetCheckExecutionContext, metric_regressions: pd.DataFrame
+    context: AssetCheckExecutionContext,
+    evaluation_scorecard: pd.DataFrame,
+    metric_regressions: pd.DataFrame,
 ) -> AssetCheckResult:
     alerted = metric_regressions[metric_regressions["alert"].astype(bool)]
     first = metric_regressions.head(1)

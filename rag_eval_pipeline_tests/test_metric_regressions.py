@@ -236,5 +236,5 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
     assert f"{VERSION}|{DAY2}: needs a look" in second
     assert "regression alert(s) (asset metric_regressions):" in second
     assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
-    assert "check scorecard_regressions on metric_regressions failed (WARN)" in second
+    assert "check scorecard_regressions on evaluation_scorecard failed (WARN)" in second
     assert " · swap · " not in second and " · same · " not in second

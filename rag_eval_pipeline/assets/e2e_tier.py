@@ -12,6 +12,7 @@ from rag_eval_pipeline.evaluation.generation import (
     judge_answers,
     n_refusals,
     reference_scores,
+    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.metadata import summary_metadata
@@ -100,6 +101,7 @@ def e2e_judgments(
         [
             judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
             reference_scores(e2e_generations, model),
+            refusal_scores(e2e_generations),
         ],
         ignore_index=True,
     )

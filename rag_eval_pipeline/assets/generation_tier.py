@@ -14,6 +14,7 @@ from rag_eval_pipeline.evaluation.generation import (
     judge_answers,
     n_refusals,
     reference_scores,
+    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
 from rag_eval_pipeline.metadata import summary_metadata
@@ -80,7 +81,12 @@ def generation_judgments(
     judge, client = judge_llm.judge(model)
     judged = judge_answers(ideal_context_generations, judge, REFERENCE_FREE)
     judgments = pd.concat(
-        [judged, reference_scores(ideal_context_generations, model)], ignore_index=True
+        [
+            judged,
+            reference_scores(ideal_context_generations, model),
+            refusal_scores(ideal_context_generations),
+        ],
+        ignore_index=True,
     )
     context.add_output_metadata(
         {

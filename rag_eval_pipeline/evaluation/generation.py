@@ -147,12 +147,11 @@ def refusals(answers: pd.Series) -> np.ndarray:
 def judge_answers(
     frame: pd.DataFrame, judge: Judge, metrics: Sequence[str], *, use_cache: bool = True
 ) -> pd.DataFrame:
-    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row, plus one
-    `refusal_rate` row per answer (1 when it declines, 0 otherwise).
+    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row.
 
-    A refusal has no claims to check, so its faithfulness row has no score and no error (marked
-    `{"refusal": true}` in `details`): it is left out of the faithfulness mean and counted in
-    `refusal_rate`, never in the judge's error rate.
+    A refusal (`refusals`) has no claims to check, so its faithfulness row has no score and no
+    error (marked `{"refusal": true}` in `details`): it is left out of the faithfulness mean and
+    counted in `refusal_rate` (`refusal_scores`), never in the judge's error rate.
     """
     parts = []
     for metric in metrics:
@@ -165,11 +164,17 @@ def judge_answers(
             judged.loc[declined, ["score", "error"]] = [np.nan, None]
             judged.loc[declined, "details"] = json.dumps({"refusal": True})
         parts.append(judged)
-    if len(frame):
-        no_answer = frame["answer"].isna().to_numpy()
-        scores = refusals(frame["answer"]).astype(float)
-        parts.append(_scorer_rows(frame, REFUSAL_METRIC, scores, REFUSAL_DETECTOR, no_answer))
     return _concat(parts)
+
+
+def refusal_scores(frame: pd.DataFrame) -> pd.DataFrame:
+    """One `refusal_rate` judgment row per answer: 1 when it declines (`refusals`), 0 when it
+    answers; a failed generation (no answer) is an error row."""
+    if frame.empty:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    no_answer = frame["answer"].isna().to_numpy()
+    scores = refusals(frame["answer"]).astype(float)
+    return _scorer_rows(frame, REFUSAL_METRIC, scores, REFUSAL_DETECTOR, no_answer)
 
 
 def n_refusals(judgments: pd.DataFrame) -> int:
