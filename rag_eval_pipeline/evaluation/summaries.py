@@ -81,8 +81,16 @@ def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
     return names.where(names.str.endswith("_rate"), prefix + names)
 
 
-def single_values(values: Mapping[str, float], tier: str, system: str, count: int) -> pd.DataFrame:
-    """Quality rows for metrics that are one number, not a mean over rows (e.g. silhouette)."""
+def single_values(
+    values: Mapping[str, float],
+    tier: str,
+    system: str,
+    count: int,
+    n_errors: int = 0,
+    error_rate: float = 0.0,
+) -> pd.DataFrame:
+    """Quality rows for metrics that are one number, not a mean over rows (e.g. silhouette);
+    `n_errors`/`error_rate`: the failed items behind them (e.g. unparseable judge replies)."""
     return pd.DataFrame(
         {
             "tier": tier,
@@ -93,7 +101,7 @@ def single_values(values: Mapping[str, float], tier: str, system: str, count: in
             "count": count,
             "ci_low": np.nan,
             "ci_high": np.nan,
-            "n_errors": 0,
-            "error_rate": 0.0,
+            "n_errors": n_errors,
+            "error_rate": error_rate,
         }
     )[QUALITY_COLUMNS]

@@ -284,6 +284,9 @@ class LLMClient:
         self._slots: asyncio.Semaphore | None = None
         self._slots_loop: asyncio.AbstractEventLoop | None = None
         self.breaker = CircuitBreaker(config.breaker_failures)
+        # Provider calls whose cost litellm could not price (no known price for the model):
+        # their `cost_usd` is 0.0, so a total over them is unknown, not zero.
+        self.unpriced_calls = 0
 
     def __repr__(self) -> str:
         return f"LLMClient({self.config!r})"
@@ -473,6 +476,8 @@ class LLMClient:
             raise ValueError("the provider returned no message content")
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("response_cost") is None:
+            self._count_unpriced()
         return LLMReply(
             text=text,
             error=None,
@@ -506,6 +511,10 @@ class LLMClient:
         if self.config.api_key:
             text = text.replace(self.config.api_key, "***")
         return _KEY_LIKE.sub("***", text)[:MAX_ERROR_CHARS]
+
+    def _count_unpriced(self) -> None:
+        with self._usage_lock:
+            self.unpriced_calls += 1
 
     def _count(self, **increments: float) -> None:
         with self._usage_lock:
