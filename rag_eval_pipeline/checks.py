@@ -23,6 +23,7 @@ from dagster import (
 
 from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
 from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
+from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.evaluation.store import REGRESSIONS_ASSET
 from rag_eval_pipeline.metadata import markdown_table
@@ -80,9 +81,7 @@ def scorecard_regressions(
         if len(first) and first["baseline_version"].notna().iloc[0]
         else "none yet (first evaluation)"
     )
-    shown = alerted[
-        ["tier", "system", "metric", "baseline_value", "value", "relative_change", "q_value"]
-    ]
+    shown = alerted[[*CHANGE_COLUMNS, "q_value"]]
     return AssetCheckResult(
         passed=alerted.empty,
         severity=AssetCheckSeverity.WARN,

@@ -5,13 +5,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance
 
-from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import LLMResource
-from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 SHOW = {"golden_dataset", "show_judge_quality"}
@@ -25,7 +23,6 @@ def unreadable(request: dict[str, Any]) -> str:
 def test_show_judge_errors_match_metadata_and_unpriced_cost_is_unknown(
     tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
 ) -> None:
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
     with run_openai_server(responder=unreadable) as server:
         judge = LLMResource(
             model="openai/unpriced-judge",
@@ -33,11 +30,8 @@ def test_show_judge_errors_match_metadata_and_unpriced_cost_is_unknown(
             api_key="sk-test",
             cache_dir=str(tmp_path / "llm-cache"),
         )
-        result = materialize(
-            [a for a in ALL_ASSETS if a.key.to_user_string() in SHOW],
-            partition_key=evaluation_partition_key("demo-v1", "2026-11-20"),
-            instance=dagster_instance,
-            resources=evaluation_resources(tmp_path, embedder, judge_llm=judge),
+        result = materialize_demo_assets(
+            dagster_instance, tmp_path, embedder, SHOW, judge_llm=judge
         )
     assert result.success
     quality = result.output_for_node("show_judge_quality")

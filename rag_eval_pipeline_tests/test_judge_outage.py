@@ -10,14 +10,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from dagster import AssetCheckSeverity, DagsterInstance, materialize
+from dagster import AssetCheckSeverity, DagsterInstance
 
 from rag_eval_pipeline.checks import judge_error_rate_check
-from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import LLMResource
-from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
@@ -54,7 +52,6 @@ def test_breaker_resets_on_success_and_can_be_turned_off() -> None:
 def test_total_outage_is_an_error_check_with_bounded_calls(
     tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
 ) -> None:
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
     with run_openai_server(faults=["500"] * 100_000) as server:
         judge = LLMResource(
             model="openai/down-judge",
@@ -63,12 +60,9 @@ def test_total_outage_is_an_error_check_with_bounded_calls(
             cache_dir=str(tmp_path / "llm-cache"),
             max_retries=3,
         )
-        result = materialize(
-            [a for a in ALL_ASSETS if a.key.to_user_string() in E2E]
-            + [judge_error_rate_check("e2e_judgments")],
-            partition_key=evaluation_partition_key("demo-v1", "2026-11-20"),
-            instance=dagster_instance,
-            resources=evaluation_resources(tmp_path, embedder, judge_llm=judge),
+        check = judge_error_rate_check("e2e_judgments")
+        result = materialize_demo_assets(
+            dagster_instance, tmp_path, embedder, E2E, [check], judge_llm=judge
         )
         requests = server.request_count
     assert result.success

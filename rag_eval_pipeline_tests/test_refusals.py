@@ -6,14 +6,12 @@ answers the others from its context; the end-to-end tier runs on a real temporar
 
 from pathlib import Path
 
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance
 
 from rag_eval_pipeline.checks import judge_error_rate_check
-from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.resources import RagSystemResource
-from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 
 CONTEXT = "Invoices are generated on the first day of each month and emailed to the owner."
 E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
@@ -29,14 +27,10 @@ def answer(question: str) -> dict:
 def test_refusals_are_a_rate_not_judge_errors(
     tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
 ) -> None:
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
     system = RagSystemResource(kind="callable", target=f"{__name__}:answer")
-    result = materialize(
-        [a for a in ALL_ASSETS if a.key.to_user_string() in E2E]
-        + [judge_error_rate_check("e2e_judgments")],
-        partition_key=evaluation_partition_key("demo-v1", "2026-11-20"),
-        instance=dagster_instance,
-        resources=evaluation_resources(tmp_path, embedder, rag_system=system),
+    check = judge_error_rate_check("e2e_judgments")
+    result = materialize_demo_assets(
+        dagster_instance, tmp_path, embedder, E2E, [check], rag_system=system
     )
     assert result.success
     generations = result.output_for_node("e2e_generations")

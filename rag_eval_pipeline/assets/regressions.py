@@ -10,6 +10,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, item_scores
 from rag_eval_pipeline.evaluation.regression import (
+    CHANGE_COLUMNS,
     IDENTITY_ROLES,
     VERDICTS,
     PartitionScores,
@@ -26,19 +27,7 @@ from rag_eval_pipeline.resources import (
     WarehouseResource,
 )
 
-SHOWN = [
-    "tier",
-    "system",
-    "metric",
-    "baseline_value",
-    "value",
-    "relative_change",
-    "n_paired",
-    "test",
-    "q_value",
-    "verdict",
-    "reason",
-]
+SHOWN = [*CHANGE_COLUMNS, "n_paired", "test", "q_value", "verdict", "reason"]
 
 
 class RegressionConfig(Config):

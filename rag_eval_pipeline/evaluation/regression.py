@@ -40,18 +40,12 @@ from rag_eval_pipeline.metrics.stats import (
 )
 
 KEY = ["tier", "system", "metric"]
+# Which comparison a row belongs to, and what changed: shared by both rules' tables.
+COMPARISON_IDS = ["alert_key", "dataset_version", "date", "baseline_version", "baseline_date"]
+CHANGE_COLUMNS = [*KEY, "baseline_value", "value", "relative_change"]
 REGRESSION_COLUMNS = [
-    "alert_key",
-    "dataset_version",
-    "date",
-    "baseline_version",
-    "baseline_date",
-    "tier",
-    "system",
-    "metric",
-    "baseline_value",
-    "value",
-    "relative_change",
+    *COMPARISON_IDS,
+    *CHANGE_COLUMNS,
     "threshold",
     "ci_low",
     "ci_high",
@@ -127,17 +121,8 @@ ROLE_TIERS: dict[str, frozenset[str]] = {
 }
 DESCRIPTIVE = re.compile(r"^(n_|num_)|(_count|_sample_size|_volume)$|^total_pairs$")
 METRIC_REGRESSION_COLUMNS = [
-    "alert_key",
-    "dataset_version",
-    "date",
-    "baseline_version",
-    "baseline_date",
-    "tier",
-    "system",
-    "metric",
-    "baseline_value",
-    "value",
-    "relative_change",
+    *COMPARISON_IDS,
+    *CHANGE_COLUMNS,
     "threshold",
     "higher_is_better",
     "n_paired",
@@ -306,9 +291,7 @@ def compare_partitions(
             "date": current.date,
             "baseline_version": baseline.version if baseline is not None else None,
             "baseline_date": baseline.date if baseline is not None else None,
-            "tier": rows["tier"].to_numpy(),
-            "system": rows["system"].to_numpy(),
-            "metric": rows["metric"].to_numpy(),
+            **{column: rows[column].to_numpy() for column in KEY},
             "baseline_value": base,
             "value": cur,
             "relative_change": relative,
