@@ -14,7 +14,10 @@ Noise model. 0/1 metric: each item has a latent outcome x_i ~ Bernoulli(0.8) (Hi
 each day observes x_i flipped with probability `--flip` (symmetric per-item flips). Continuous
 metric: each item has a latent quality m_i ~ U(0.4, 1); each day observes clip(m_i + N(0, σ),
 0, 1), σ = `--sigma` (judge noise). A true relative drop r in one metric: for 0/1, each latent
-1 becomes 0 with probability r; for continuous, m_i → (1 − r)·m_i.
+1 becomes 0 with probability r; for continuous, m_i → (1 − r)·m_i. With `--linked K`, the
+dropped metric has K − 1 companions scored on the same items with the same outcomes, as
+hit_rate@1, mrr@10 and ndcg@1 are when the relevant document is either first or missing: a
+real retrieval regression moves a family of metrics, not one.
 
 Printed: the share of no-change partitions with any alert (false alerts) and, for drops of 5%,
 10% and 20% in one 0/1 and in one continuous metric, the share of partitions where that metric
@@ -49,6 +52,14 @@ TIER = "tier1_retrieval"
 DROPS = (0.05, 0.10, 0.20)
 
 
+def linked_copies(columns: dict[str, np.ndarray], name: str, linked: int) -> None:
+    """Make the first `linked - 1` other metrics of `name`'s kind copies of it (same items)."""
+    kind = name.rsplit("_", 1)[0]
+    others = [m for m in columns if m.startswith(kind) and m != name][: linked - 1]
+    for other in others:
+        columns[other] = columns[name].copy()
+
+
 def metric_names(n_metrics: int) -> tuple[list[str], list[str]]:
     """The 0/1 and the continuous metric names of a simulated partition."""
     half = n_metrics // 2
@@ -63,6 +74,7 @@ def simulate_pair(
     sigma: float,
     dropped: str | None,
     drop: float,
+    linked: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-item scores (`system, query_id, <metric>...`) of the baseline day and today."""
     binary, continuous = metric_names(n_metrics)
@@ -77,6 +89,9 @@ def simulate_pair(
         for day, columns in enumerate(days):
             level = quality * (1 - drop) if (day == 1 and name == dropped) else quality
             columns[name] = np.clip(level + rng.normal(0, sigma, n), 0, 1)
+    if dropped is not None and linked > 1:
+        for columns in days:
+            linked_copies(columns, dropped, linked)
     ids = [f"q{i}" for i in range(n)]
     return tuple(  # type: ignore[return-value]
         pd.DataFrame({"system": "sut", "query_id": ids, **columns}) for columns in days
@@ -110,6 +125,7 @@ def main() -> None:
     parser.add_argument("--sigma", type=float, default=0.1)
     parser.add_argument("--sizes", type=int, nargs="+", default=[56, 200])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--linked", type=int, default=1, help="metrics moved by the drop")
     args = parser.parse_args()
     binary, continuous = metric_names(args.metrics)
     metrics = binary + continuous
@@ -124,7 +140,9 @@ def main() -> None:
             rng = np.random.default_rng([args.seed, n, int(drop * 100), len(label)])
             hits = np.zeros(2)
             for _ in range(args.sims):
-                frames = simulate_pair(rng, n, args.metrics, args.flip, args.sigma, dropped, drop)
+                frames = simulate_pair(
+                    rng, n, args.metrics, args.flip, args.sigma, dropped, drop, args.linked
+                )
                 old, new = verdicts(frames, metrics, rule)
                 if dropped is None:
                     hits += [bool(old), bool(new)]
@@ -145,7 +163,8 @@ def main() -> None:
             )
     print(
         f"\n{args.sims} simulated days per row, {args.metrics} metrics per partition, flip "
-        f"{args.flip}, sigma {args.sigma}; {time.perf_counter() - started:.0f} s"
+        f"{args.flip}, sigma {args.sigma}, {args.linked} metric(s) moved by a drop; "
+        f"{time.perf_counter() - started:.0f} s"
     )
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.1%}"))
 
