@@ -294,3 +294,25 @@ def test_an_empty_scorecard_still_renders(tmp_path: Path) -> None:
     assert "No headline metric in the stored scorecards." in text
     assert "No thresholded or headline metric in this scorecard." in text
     assert "Full scorecard (0 rows)" in text
+
+
+def test_a_model_change_is_shown_next_to_delta_not_as_a_regression(
+    store: WarehouseStore,
+) -> None:
+    current, chosen = store.read_scorecard("v1", D3), store.baseline("v1", D3)
+    assert current is not None and chosen is not None
+    verdicts = compare_partitions(
+        PartitionScores("v1", D3, current, empty_items(), {"judge": "offline"}),
+        PartitionScores(
+            chosen.version, chosen.date, chosen.scorecard, empty_items(), {"judge": "gpt-4o-mini"}
+        ),
+        RegressionRule(),
+    )
+    judged = verdicts[verdicts["tier"] == "judge_reliability"]
+    assert set(judged["reason"]) == {"judge changed (gpt-4o-mini → offline)"}
+    data = collect_report_data(
+        store, "v1", D3, current, chosen, HEADLINE_METRICS, datetime.now(UTC), verdicts
+    )
+    scorecard = render_report(data).split('id="scorecard"')[1].split("</section>")[0]
+    row = next(r for r in scorecard.split("<tr") if "consistency_score" in r)
+    assert "(judge changed)" in row and "delta-regressed" not in row
