@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.escaping import slack_text
-from rag_eval_pipeline.evaluation.regression import MISSING_TODAY
+from rag_eval_pipeline.evaluation.regression import MISSING_TODAY, OUTAGE
 
 
 @dataclass(frozen=True)
@@ -70,9 +70,10 @@ def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
     details = _optional(row, "q_value", "; q = {:.3g}") + _optional(row, "n_paired", ", n = {}")
     if reason == MISSING_TODAY:
         return f"{escape(row.metric)}: {row.baseline_value:.4f} → missing today"
+    outage = f" — {escape(reason)}" if str(reason).startswith(OUTAGE) else ""
     return (
         f"{escape(row.metric)}: {row.baseline_value:.4f} → {row.value:.4f} "
-        f"({row.relative_change:+.1%}{details})"
+        f"({row.relative_change:+.1%}{details}){outage}"
     )
 
 
@@ -86,12 +87,12 @@ def alert_lines(regressions: pd.DataFrame) -> list[str]:
 
 
 def ordered_alerts(regressions: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.DataFrame:
-    """Alerted rows by system: missing-today first, then headline metrics, then the largest
-    relative change."""
-    reasons = regressions.get("reason", pd.Series("", index=regressions.index))
+    """Alerted rows by system: missing-today and outages first, then headline metrics, then the
+    largest relative change."""
+    reasons = regressions.get("reason", pd.Series("", index=regressions.index)).astype(str)
     return (
         regressions.assign(
-            _missing=reasons != MISSING_TODAY,
+            _missing=(reasons != MISSING_TODAY) & ~reasons.str.startswith(OUTAGE),
             _other=~regressions["metric"].isin(list(headline_metrics)),
             _size=-regressions["relative_change"].abs().fillna(np.inf),
         )

@@ -23,15 +23,15 @@ from dagster import (
 
 from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
 from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
-from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
+from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS, OUTAGE_ERROR_RATE
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.evaluation.store import REGRESSIONS_ASSET
 from rag_eval_pipeline.metadata import markdown_table
 from rag_eval_pipeline.partitions import evaluation_partitions
 
 MAX_JUDGE_ERROR_RATE = 0.05
-# Above this share of failed judgments the check is an ERROR (an outage), not a WARN.
-JUDGE_OUTAGE_RATE = 0.5
+# Above this share of failed judge calls the check is an ERROR (an outage), not a WARN.
+JUDGE_OUTAGE_RATE = OUTAGE_ERROR_RATE
 
 warnings.filterwarnings(
     "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning

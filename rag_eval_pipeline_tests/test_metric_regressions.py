@@ -20,6 +20,7 @@ from dagster import (
     materialize,
 )
 
+from rag_eval_pipeline.alerting import alert_lines
 from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.embedding.embedder import Embedder
@@ -212,6 +213,16 @@ def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
         "missing today",
         True,
     )
+    failing = faithfulness(0.85).assign(error_rate=0.8)
+    partial = compare_partitions(
+        PartitionScores("v1", "d2", card(failing, quality("mrr", 0.9, system="s")), empty_items()),
+        PartitionScores("v1", "d1", baseline, empty_items()),
+        RegressionRule(),
+    )
+    outage = row(partial, "s", "avg_faithfulness")
+    assert outage["alert"] and outage["verdict"] == "not comparable"
+    assert outage["reason"] == "judge outage: 80% of its judgments failed today"
+    assert "— judge outage: 80%" in alert_lines(partial[partial["alert"]])[0]
     worse = card(faithfulness(0.5), quality("mrr", 0.5, system="s"))
     changed = compare_partitions(
         PartitionScores("v1", "d2", worse, empty_items(), {"judge": "offline"}),

@@ -14,7 +14,9 @@
   it. Metrics without per-item scores (silhouette, latency percentiles, single numbers) are
   judged by the effect rule alone, and the row says so in `test`;
 - `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
-  on the baseline, NaN or absent today: an alert, e.g. a judge outage); or `judge changed` /
+  on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
+  than half of the metric's judgments failed today, whatever its value: an alert); or
+  `judge changed` /
   `generator changed` / `embedder changed` for the tiers the model feeds (shown, never alerted).
 
 Dataset statistics (tier `dataset`) and descriptive counts (`total_pairs`, `n_*`, sample sizes)
@@ -107,6 +109,9 @@ REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE = (
 )
 VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE)
 MISSING_TODAY = "missing today"
+# A metric most of whose judgments failed today is an outage, alerted whatever its value.
+OUTAGE_ERROR_RATE = 0.5
+OUTAGE = "judge outage"
 EFFECT_ONLY = "effect rule only (no per-item scores)"
 SIGN_TEST = "exact sign test (McNemar)"
 RANDOMIZATION_TEST = "paired sign-flip randomization"
@@ -210,7 +215,14 @@ def _changed_roles(current: PartitionScores, baseline: PartitionScores) -> dict[
 
 
 def _frame_values(scorecard: pd.DataFrame, suffix: str) -> pd.DataFrame:
-    columns = [*KEY, "value", "higher_is_better", "regression_threshold", "regression_min_change"]
+    columns = [
+        *KEY,
+        "value",
+        "error_rate",
+        "higher_is_better",
+        "regression_threshold",
+        "regression_min_change",
+    ]
     present = [c for c in columns if c in scorecard.columns]
     frame = scorecard[present]
     keep = [is_quality_metric(t, m) for t, m in zip(frame["tier"], frame["metric"], strict=True)]
@@ -232,6 +244,7 @@ def compare_partitions(
         rows[column] = rows[column + "_c"].combine_first(rows[column + "_b"])
     rows["regression_min_change"] = rows["regression_min_change"].fillna(0.0)
     cur = rows["value_c"].to_numpy(dtype=float)
+    errors = rows.get("error_rate_c", pd.Series(0.0, index=rows.index)).fillna(0.0).to_numpy(float)
     base = rows["value_b"].to_numpy(dtype=float)
     higher = rows["higher_is_better"].astype(bool).to_numpy()
     tolerance = rows["regression_threshold"].to_numpy(dtype=float)
@@ -255,6 +268,8 @@ def compare_partitions(
         ]
         if np.isfinite(base[i]) and not np.isfinite(cur[i]):
             reason[i] = MISSING_TODAY
+        elif errors[i] > OUTAGE_ERROR_RATE:
+            reason[i] = f"{OUTAGE}: {errors[i]:.0%} of its judgments failed today"
         elif not np.isfinite(base[i]):
             reason[i] = "no baseline value" if np.isfinite(cur[i]) else "no value on either date"
         elif moved:
@@ -307,7 +322,9 @@ def compare_partitions(
             "q_value": q_value,
             "verdict": verdict,
             "reason": reason,
-            "alert": regressed | (reason == MISSING_TODAY),
+            "alert": regressed
+            | (reason == MISSING_TODAY)
+            | np.char.startswith(reason.astype(str), OUTAGE),
             **{role: current.identities.get(role) for role in IDENTITY_ROLES},
         }
     )
