@@ -6,6 +6,7 @@ from scipy import stats
 
 from rag_eval_pipeline.metrics.stats import (
     benjamini_hochberg,
+    paired_randomization_tails,
     paired_randomization_test,
     sign_test,
 )
@@ -45,6 +46,17 @@ def test_one_sided_randomization_matches_scipy_exact_permutation(alternative: st
     ours = paired_randomization_test(a, b, alternative=alternative, n_resamples=40000, seed=1)
     # Monte-Carlo p-value of 40,000 sign flips: within 4 standard errors of the exact one.
     assert abs(ours - exact) < 4 * np.sqrt(exact * (1 - exact) / 40000) + 1e-4
+
+
+def test_both_tails_from_one_draw_equal_the_one_sided_tests() -> None:
+    rng = np.random.default_rng(11)
+    a, b = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+    less, greater = paired_randomization_tails(a, b, n_resamples=5000, seed=2)
+    assert less == paired_randomization_test(a, b, alternative="less", n_resamples=5000, seed=2)
+    assert greater == paired_randomization_test(
+        a, b, alternative="greater", n_resamples=5000, seed=2
+    )
+    assert np.isnan(paired_randomization_tails([], [])).all()
 
 
 def test_randomization_rejects_unknown_alternative() -> None:

@@ -37,7 +37,7 @@ import pandas as pd
 
 from rag_eval_pipeline.metrics.stats import (
     benjamini_hochberg,
-    paired_randomization_test,
+    paired_randomization_tails,
     sign_test,
 )
 
@@ -197,10 +197,10 @@ def _one_sided_p(
         p_worse = float(sign_test(np.array([n_worse]), np.array([n_better]))[0])
         p_better = float(sign_test(np.array([n_better]), np.array([n_worse]))[0])
         return SIGN_TEST, p_worse, p_better, n_worse, n_better
-    bad, good = ("less", "greater") if higher else ("greater", "less")
-    kwargs = {"n_resamples": rule.n_resamples, "seed": rule.seed}
-    p_worse = paired_randomization_test(base, cur, alternative=bad, **kwargs)
-    p_better = paired_randomization_test(base, cur, alternative=good, **kwargs)
+    p_less, p_greater = paired_randomization_tails(
+        base, cur, n_resamples=rule.n_resamples, seed=rule.seed
+    )
+    p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
     return RANDOMIZATION_TEST, p_worse, p_better, n_worse, n_better
 
 

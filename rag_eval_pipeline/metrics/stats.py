@@ -32,6 +32,7 @@ __all__ = [
     "bootstrap_ci",
     "compare_paired",
     "paired_bootstrap_ci",
+    "paired_randomization_tails",
     "paired_randomization_test",
     "percentiles",
     "sign_test",
@@ -186,15 +187,42 @@ def paired_randomization_test(
     if alternative == "two-sided":
         observed = abs(observed)
     tolerance = 1e-9 * np.abs(differences).sum()
-    rng = np.random.default_rng(seed)
     count = 0
-    for size in _chunk_sizes(n_resamples, n):
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
-        flipped = signs @ differences
+    for flipped in _sign_flip_sums(differences, n_resamples, seed):
         if alternative == "two-sided":
             flipped = np.abs(flipped)
         count += int(np.count_nonzero(flipped >= observed - tolerance))
     return (count + 1) / (n_resamples + 1)
+
+
+def _sign_flip_sums(differences: np.ndarray, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Chunks of ``sum(signs · differences)`` for ``n_resamples`` random sign vectors."""
+    rng = np.random.default_rng(seed)
+    for size in _chunk_sizes(n_resamples, differences.size):
+        signs = rng.integers(0, 2, size=(size, differences.size), dtype=np.int8) * 2 - 1
+        yield signs @ differences
+
+
+def paired_randomization_tails(
+    a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10000, seed: int = 0
+) -> tuple[float, float]:
+    """``(p_less, p_greater)`` of :func:`paired_randomization_test` from one set of sign flips.
+
+    Both equal the corresponding one-sided calls with the same seed (the same signs are drawn),
+    at half the cost. Empty input gives ``(nan, nan)``.
+    """
+    differences = _paired_differences(a, b)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if differences.size == 0:
+        return (float("nan"), float("nan"))
+    observed = differences.sum()
+    tolerance = 1e-9 * np.abs(differences).sum()
+    less = greater = 0
+    for flipped in _sign_flip_sums(differences, n_resamples, seed):
+        less += int(np.count_nonzero(flipped <= observed + tolerance))
+        greater += int(np.count_nonzero(flipped >= observed - tolerance))
+    return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
 
 
 def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
