@@ -1,17 +1,24 @@
 """Refusals are counted as `refusal_rate`, left out of faithfulness, and are not judge errors.
 
 A callable system under test declines every fifth demo-v1 question ("I don't know.") and
-answers the others from its context; the end-to-end tier runs on a real temporary instance.
+answers the others from its context; the end-to-end tier runs on a real temporary instance. An
+LLM judge (the loopback OpenAI-compatible server) that finds no claim in an answer is a refusal
+verdict too.
 """
 
 from pathlib import Path
 
+import pandas as pd
 from dagster import DagsterInstance
 
 from rag_eval_pipeline.checks import judge_error_rate_check
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.generation import judge_answers, refusal_scores
+from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
+from rag_eval_pipeline.judging.judge import LLMJudge
 from rag_eval_pipeline.resources import RagSystemResource
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
+from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 CONTEXT = "Invoices are generated on the first day of each month and emailed to the owner."
 E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
@@ -53,3 +60,36 @@ def test_refusals_are_a_rate_not_judge_errors(
     assert check.passed and check.metadata["error_rate"].value == 0.0
     metadata = result.asset_materializations_for_node("e2e_judgments")[0].metadata
     assert metadata["n_refusals"].value == declined
+
+
+def claims_unless_declining(request: dict) -> str:
+    """An LLM faithfulness judge: no claims for a declining answer, one supported claim else."""
+    if "outside what I can help with" in request["messages"][-1]["content"]:
+        return '{"claims": []}'
+    return '{"claims": [{"claim": "Invoices come on the 1st.", "supported": true}]}'
+
+
+def test_the_llm_judges_no_claims_verdict_is_a_refusal(embedder: Embedder, tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "system": "rag",
+            "query_id": ["q1", "q2", "q3"],
+            "question": ["When are invoices generated?"] * 3,
+            "contexts": [[CONTEXT]] * 3,
+            "answer": [CONTEXT, "Sorry, that is outside what I can help with.", "I don't know."],
+        }
+    )
+    with run_openai_server(responder=claims_unless_declining) as server:
+        client = LLMClient(
+            LLMConfig(
+                model="openai/test-judge",
+                api_base=server.base_url,
+                api_key="sk-test",
+                cache_dir=tmp_path,
+            )
+        )
+        judged = judge_answers(frame, LLMJudge(client, embedder), ["faithfulness"])
+    assert judged["error"].isna().all()
+    assert judged["score"].tolist()[0] == 1.0 and judged["score"].iloc[1:].isna().all()
+    rates = refusal_scores(frame, judged)
+    assert rates["score"].tolist() == [0.0, 1.0, 1.0] and rates["error"].isna().all()

@@ -97,11 +97,12 @@ def e2e_judgments(
         )
     model = embedder.get()
     judge, client = judge_llm.judge(model)
+    judged = judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS)
     judgments = pd.concat(
         [
-            judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
+            judged,
             reference_scores(e2e_generations, model),
-            refusal_scores(e2e_generations),
+            refusal_scores(e2e_generations, judged),
         ],
         ignore_index=True,
     )

@@ -84,7 +84,7 @@ def generation_judgments(
         [
             judged,
             reference_scores(ideal_context_generations, model),
-            refusal_scores(ideal_context_generations),
+            refusal_scores(ideal_context_generations, judged),
         ],
         ignore_index=True,
     )

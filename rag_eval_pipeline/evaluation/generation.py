@@ -26,6 +26,8 @@ from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
 REFUSAL_METRIC = "refusal_rate"
+REFUSAL_DETAILS = json.dumps({"refusal": True})
+NO_CLAIMS = "no claims"
 REFUSAL_DETECTOR = "refusal phrases (judging.offline.is_noncommittal)"
 REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
 NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
@@ -149,9 +151,10 @@ def judge_answers(
 ) -> pd.DataFrame:
     """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row.
 
-    A refusal (`refusals`) has no claims to check, so its faithfulness row has no score and no
-    error (marked `{"refusal": true}` in `details`): it is left out of the faithfulness mean and
-    counted in `refusal_rate` (`refusal_scores`), never in the judge's error rate.
+    A refusal (`refusals`, or an answer in which the judge itself found no claim: the LLM
+    judge's refusal verdict) has no claims to check, so its faithfulness row has no score and
+    no error (marked `{"refusal": true}` in `details`): it is left out of the faithfulness mean
+    and counted in `refusal_rate` (`refusal_scores`), never in the judge's error rate.
     """
     parts = []
     for metric in metrics:
@@ -160,20 +163,26 @@ def judge_answers(
             continue
         judged = _long(rows, metric, JUDGE_CALLS[metric](judge, rows, use_cache))
         if metric == "faithfulness":
-            declined = refusals(rows["answer"])
+            declined = refusals(rows["answer"]) | (judged["error"] == NO_CLAIMS).to_numpy()
             judged.loc[declined, ["score", "error"]] = [np.nan, None]
-            judged.loc[declined, "details"] = json.dumps({"refusal": True})
+            judged.loc[declined, "details"] = REFUSAL_DETAILS
         parts.append(judged)
     return _concat(parts)
 
 
-def refusal_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """One `refusal_rate` judgment row per answer: 1 when it declines (`refusals`), 0 when it
-    answers; a failed generation (no answer) is an error row."""
+def refusal_scores(frame: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
+    """One `refusal_rate` judgment row per answer: 1 when it declines (`refusals`, or its
+    faithfulness row in `judgments` is a refusal), 0 when it answers; a failed generation (no
+    answer) is an error row."""
     if frame.empty:
         return pd.DataFrame(columns=JUDGMENT_COLUMNS)
     no_answer = frame["answer"].isna().to_numpy()
-    scores = refusals(frame["answer"]).astype(float)
+    marked = judgments[
+        (judgments["metric"] == "faithfulness") & (judgments["details"] == REFUSAL_DETAILS)
+    ]
+    judged = pd.MultiIndex.from_frame(marked[["system", "query_id"]].astype(str))
+    keys = pd.MultiIndex.from_frame(frame[["system", "query_id"]].astype(str))
+    scores = (refusals(frame["answer"]) | keys.isin(judged)).astype(float)
     return _scorer_rows(frame, REFUSAL_METRIC, scores, REFUSAL_DETECTOR, no_answer)
 
 
