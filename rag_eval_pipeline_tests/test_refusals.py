@@ -14,11 +14,11 @@ from dagster import DagsterInstance
 from rag_eval_pipeline.checks import judge_error_rate_check
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import judge_answers, refusal_scores
-from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
 from rag_eval_pipeline.judging.judge import LLMJudge
 from rag_eval_pipeline.resources import RagSystemResource
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_llm_client import make_client
 
 CONTEXT = "Invoices are generated on the first day of each month and emailed to the owner."
 E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
@@ -80,14 +80,7 @@ def test_the_llm_judges_no_claims_verdict_is_a_refusal(embedder: Embedder, tmp_p
         }
     )
     with run_openai_server(responder=claims_unless_declining) as server:
-        client = LLMClient(
-            LLMConfig(
-                model="openai/test-judge",
-                api_base=server.base_url,
-                api_key="sk-test",
-                cache_dir=tmp_path,
-            )
-        )
+        client = make_client(server, cache_dir=tmp_path)
         judged = judge_answers(frame, LLMJudge(client, embedder), ["faithfulness"])
     assert judged["error"].isna().all()
     assert judged["score"].tolist()[0] == 1.0 and judged["score"].iloc[1:].isna().all()
