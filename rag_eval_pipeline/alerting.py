@@ -1,5 +1,7 @@
 """Delivering regression alerts: a JSON webhook (generic or Slack incoming-webhook format).
 
+One message per partition (see `alert_payload`).
+
 Delivery retries with exponential backoff on connection errors and 5xx replies and never raises:
 it returns what happened, so a broken webhook is logged and the sensor goes on.
 """
@@ -9,14 +11,17 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.escaping import slack_text
+from rag_eval_pipeline.evaluation.regression import MISSING_TODAY, OUTAGE
 
 
 @dataclass(frozen=True)
@@ -29,28 +34,117 @@ class Delivery:
     error: str | None
 
 
-def alert_lines(regressions: pd.DataFrame, escape: Callable[[object], str] = str) -> list[str]:
-    """One human-readable line per regression, every dataset-derived value passed through `escape`
-    (`slack_text` for Slack, so a system named `<!channel>` is shown, never a ping)."""
+# Per system, at most this many alerted metrics are listed (headline metrics first); the rest
+# is summarised as a count, so one bad day is one readable message, not 70 flat rows.
+MAX_LISTED_PER_SYSTEM = 5
+
+
+@dataclass(frozen=True)
+class AlertContext:
+    """Where a reader of one partition's alert looks next."""
+
+    dataset_version: str
+    date: str
+    report_path: str | None = None
+    ui_url: str | None = None
+    headline_metrics: Sequence[str] = ()
+
+    @property
+    def asset_link(self) -> str:
+        """The `metric_regressions` partition in the Dagster UI (`ui_url`), else its name."""
+        partition = f"{self.dataset_version}|{self.date}"
+        if not self.ui_url:
+            return f"asset metric_regressions, partition {partition}"
+        query = urllib.parse.urlencode({"partition": partition})
+        return f"{self.ui_url.rstrip('/')}/assets/metric_regressions?{query}"
+
+
+def _optional(row: Any, name: str, template: str) -> str:
+    value = getattr(row, name, None)
+    return "" if value is None or pd.isna(value) else template.format(value)
+
+
+def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
+    """`metric: baseline → current (change; q, n)` for one alerted row, values escaped."""
+    reason = getattr(row, "reason", "")
+    details = _optional(row, "q_value", "; q = {:.3g}") + _optional(row, "n_paired", ", n = {}")
+    if reason == MISSING_TODAY:
+        return f"{escape(row.metric)}: {row.baseline_value:.4f} → missing today"
+    outage = f" — {escape(reason)}" if str(reason).startswith(OUTAGE) else ""
+    return (
+        f"{escape(row.metric)}: {row.baseline_value:.4f} → {row.value:.4f} "
+        f"({row.relative_change:+.1%}{details}){outage}"
+    )
+
+
+def alert_lines(regressions: pd.DataFrame) -> list[str]:
+    """One human-readable line per alerted row (Dagster log and `rag-eval run`)."""
     return [
-        f"{escape(r.dataset_version)} {escape(r.date)} · {escape(r.tier)} · {escape(r.system)} · "
-        f"{escape(r.metric)}: {r.baseline_value:.4f} → {r.value:.4f} ({r.relative_change:+.1%}; "
-        f"baseline {escape(r.baseline_version)} {escape(r.baseline_date)})"
+        f"{r.dataset_version} {r.date} · {r.tier} · {r.system} · {alert_line(r)} "
+        f"(baseline {r.baseline_version} {r.baseline_date})"
         for r in regressions.itertuples()
     ]
 
 
-def alert_payload(regressions: pd.DataFrame, style: str) -> dict[str, Any]:
-    """The webhook body: Slack `{"text": ...}` or a generic JSON document with every field."""
-    title = f"rag_eval_pipeline: {len(regressions)} metric regression(s)"
+def ordered_alerts(regressions: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.DataFrame:
+    """Alerted rows by system: missing-today and outages first, then headline metrics, then the
+    largest relative change."""
+    reasons = regressions.get("reason", pd.Series("", index=regressions.index)).astype(str)
+    return (
+        regressions.assign(
+            _missing=(reasons != MISSING_TODAY) & ~reasons.str.startswith(OUTAGE),
+            _other=~regressions["metric"].isin(list(headline_metrics)),
+            _size=-regressions["relative_change"].abs().fillna(np.inf),
+        )
+        .sort_values(["system", "_missing", "_other", "_size"], kind="stable")
+        .drop(columns=["_missing", "_other", "_size"])
+    )
+
+
+def alert_payload(
+    regressions: pd.DataFrame, style: str, context: AlertContext | None = None
+) -> dict[str, Any]:
+    """One partition's alert: Slack `{"text": ...}` or a generic JSON document.
+
+    Title with the version and date; grouped by system, at most `MAX_LISTED_PER_SYSTEM`
+    metrics each (the rest counted); each with baseline → current, relative change, q and n;
+    then where to look (the report file, the asset partition). Every dataset-derived value in
+    Slack text is escaped (`slack_text`).
+    """
+    first = regressions.iloc[0]
+    where = context or AlertContext(str(first["dataset_version"]), str(first["date"]))
+    ordered = ordered_alerts(regressions, where.headline_metrics)
+    title = (
+        f"rag_eval_pipeline: {len(regressions)} regression alert(s) on "
+        f"{where.dataset_version} {where.date} (baseline {first['baseline_version']} "
+        f"{first['baseline_date']})"
+    )
+    groups = [(str(system), rows) for system, rows in ordered.groupby("system", sort=False)]
+    look = [f"report: {where.report_path}"] if where.report_path else []
+    look.append(where.asset_link)
     if style == "slack":
-        return {
-            "text": "\n".join(
-                [f"*{title}*", *(f"• {line}" for line in alert_lines(regressions, slack_text))]
-            )
-        }
-    records = json.loads(regressions.to_json(orient="records"))
-    return {"title": title, "regressions": records}
+        lines = [f"*{slack_text(title)}*"]
+        for system, rows in groups:
+            lines.append(f"*{slack_text(system)}*")
+            lines += [
+                f"• {alert_line(r, slack_text)}"
+                for r in rows.head(MAX_LISTED_PER_SYSTEM).itertuples()
+            ]
+            if len(rows) > MAX_LISTED_PER_SYSTEM:
+                lines.append(f"• … and {len(rows) - MAX_LISTED_PER_SYSTEM} more")
+        lines += [f"_{slack_text(item)}_" for item in look]
+        return {"text": "\n".join(lines)}
+    shown = pd.concat([rows.head(MAX_LISTED_PER_SYSTEM) for _, rows in groups])
+    return {
+        "title": title,
+        "dataset_version": where.dataset_version,
+        "date": where.date,
+        "n_alerts": len(regressions),
+        "n_not_listed": len(regressions) - len(shown),
+        "report": where.report_path,
+        "asset": where.asset_link,
+        "regressions": json.loads(shown.to_json(orient="records")),
+    }
 
 
 def post_json(

@@ -1,8 +1,9 @@
-"""Asset checks: threshold bands and regressions on the scorecard, judge error rates on tiers.
+"""Asset checks: threshold bands on the scorecard, regressions, judge error rates on tiers.
 
 Every check is partitioned like its asset, so it evaluates only the partition just
-materialized, and has WARN severity: a failing check flags the partition in the UI (and feeds
-the regression sensor's alerts) without failing the run.
+materialized. Failing checks flag the partition in the UI without failing the run; they have
+WARN severity, except a judge outage (most judgments failed), which is an ERROR. `rag-eval run`
+prints every failed check at the end (`--fail-on-regression` exits non-zero).
 """
 
 import warnings
@@ -13,6 +14,7 @@ from dagster import (
     AssetCheckResult,
     AssetChecksDefinition,
     AssetCheckSeverity,
+    AssetIn,
     AssetKey,
     MetadataValue,
     PreviewWarning,
@@ -20,13 +22,16 @@ from dagster import (
 )
 
 from rag_eval_pipeline.assets.scorecard import evaluation_scorecard
-from rag_eval_pipeline.evaluation.alerts import regressions_for
+from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
+from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS, OUTAGE_ERROR_RATE
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.store import REGRESSIONS_ASSET
 from rag_eval_pipeline.metadata import markdown_table
-from rag_eval_pipeline.partitions import DATASET_VERSION, DATE, evaluation_partitions
-from rag_eval_pipeline.resources import BaselineResource, WarehouseResource
+from rag_eval_pipeline.partitions import evaluation_partitions
 
 MAX_JUDGE_ERROR_RATE = 0.05
+# Above this share of failed judge calls the check is an ERROR (an outage), not a WARN.
+JUDGE_OUTAGE_RATE = OUTAGE_ERROR_RATE
 
 warnings.filterwarnings(
     "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=PreviewWarning
@@ -55,30 +60,34 @@ def scorecard_thresholds(
 
 @asset_check(
     asset=evaluation_scorecard,
+    name="scorecard_regressions",
+    additional_ins={"metric_regressions": AssetIn(REGRESSIONS_ASSET)},
     partitions_def=evaluation_partitions,
     description=(
-        "No metric regressed against the baseline (previous date by default): a drop beyond "
-        "the metric's tolerance in the bad direction and outside the bootstrap CI."
+        "No metric regressed against the baseline (previous date by default) and none that had "
+        "a value there is missing today, as `metric_regressions` decided: a paired one-sided "
+        "test with Benjamini–Hochberg q < α and a change beyond the metric's tolerance."
     ),
 )
 def scorecard_regressions(
     context: AssetCheckExecutionContext,
     evaluation_scorecard: pd.DataFrame,
-    warehouse: WarehouseResource,
-    baseline: BaselineResource,
+    metric_regressions: pd.DataFrame,
 ) -> AssetCheckResult:
-    keys = context.partition_key.keys_by_dimension  # type: ignore[attr-defined]
-    chosen = baseline.select(warehouse.store(), keys[DATASET_VERSION], keys[DATE])
-    regressions = regressions_for(evaluation_scorecard, chosen)
-    shown = regressions[["tier", "system", "metric", "baseline_value", "value", "relative_change"]]
+    alerted = metric_regressions[metric_regressions["alert"].astype(bool)]
+    first = metric_regressions.head(1)
+    baseline = (
+        f"{first['baseline_version'].iloc[0]} {first['baseline_date'].iloc[0]}"
+        if len(first) and first["baseline_version"].notna().iloc[0]
+        else "none yet (first evaluation)"
+    )
+    shown = alerted[[*CHANGE_COLUMNS, "q_value"]]
     return AssetCheckResult(
-        passed=regressions.empty,
+        passed=alerted.empty,
         severity=AssetCheckSeverity.WARN,
         metadata={
-            "baseline": MetadataValue.text(
-                f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
-            ),
-            "n_regressions": MetadataValue.int(len(regressions)),
+            "baseline": MetadataValue.text(baseline),
+            "n_regressions": MetadataValue.int(len(alerted)),
             "regressions": MetadataValue.md(markdown_table(shown)),
         },
     )
@@ -91,16 +100,26 @@ def judge_error_rate_check(asset_name: str) -> AssetChecksDefinition:
         asset=AssetKey(asset_name),
         name=f"{asset_name}_error_rate",
         partitions_def=evaluation_partitions,
-        description=f"At most {MAX_JUDGE_ERROR_RATE:.0%} of the judgments are error rows.",
+        description=(
+            f"At most {MAX_JUDGE_ERROR_RATE:.0%} of the judgments are error rows (WARN); more "
+            f"than {JUDGE_OUTAGE_RATE:.0%} of the judge calls failing is an outage (ERROR)."
+        ),
     )
     def _check(context: AssetCheckExecutionContext, judgments: pd.DataFrame) -> AssetCheckResult:
         rate = float(judgments["error"].notna().mean()) if len(judgments) else 0.0
+        calls = judgments[judgments["metric"].isin(list(JUDGE_CALLS))]
+        call_rate = float(calls["error"].notna().mean()) if len(calls) else 0.0
+        outage = call_rate > JUDGE_OUTAGE_RATE
         return AssetCheckResult(
             passed=rate <= MAX_JUDGE_ERROR_RATE,
-            severity=AssetCheckSeverity.WARN,
+            severity=AssetCheckSeverity.ERROR if outage else AssetCheckSeverity.WARN,
+            description=(f"Judge outage: {rate:.0%} of the judgments failed." if outage else None),
             metadata={
                 "error_rate": MetadataValue.float(rate),
+                "judge_call_error_rate": MetadataValue.float(call_rate),
                 "n_rows": MetadataValue.int(len(judgments)),
+                "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+                "outage": MetadataValue.bool(outage),
             },
         )
 

@@ -3,6 +3,7 @@
 rag-eval validate PATH
 rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION] [--force]
 rag-eval run [--dataset-version V ...] --from YYYY-MM-DD --to YYYY-MM-DD   (a Dagster backfill)
+             [--fail-on-regression]
 rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
 """
 
@@ -15,7 +16,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -197,12 +198,14 @@ def _materialize_date(
     selected_assets = [
         "/".join(key.path) for key in (selection or asset_graph.materializable_asset_keys)
     ]
-    pending = [
-        (version, tags)
-        for version in versions
-        if (tags := _run_tags_unless_up_to_date(instance, version, args, selected_assets))
-        is not None
-    ]
+    pending = []
+    run_ids: dict[str, str] = {}
+    for version in versions:
+        tags, current_run = _fingerprint_tags(instance, version, args, selected_assets)
+        if current_run is None:
+            pending.append((version, tags))
+        else:
+            run_ids[version] = current_run
     if pending:
         keys = ", ".join(f"{version}|{args.date}" for version, _ in pending)
         print(f"materializing {keys} ...", flush=True)
@@ -221,11 +224,16 @@ def _materialize_date(
             f"  {'ok' if result.success else 'FAILED'}: {version}|{args.date}, run {result.run_id}",
             flush=True,
         )
+        run_ids[version] = result.run_id
         if not result.success:
             failed.append(version)
+    gated = _print_summary(instance, versions, args.date, run_ids)
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
+    if gated and args.fail_on_regression:
+        print(f"--fail-on-regression: {', '.join(gated)}", file=sys.stderr)
+        return 3
     return 0
 
 
@@ -260,14 +268,36 @@ def selected_assets_of(text: str, defs: Definitions) -> list[AssetKey]:
     return keys
 
 
-def _run_tags_unless_up_to_date(
+def _print_summary(
+    instance: DagsterInstance, versions: Sequence[str], day: str, run_ids: Mapping[str, str]
+) -> list[str]:
+    """Print each partition's regression alerts and failed checks; return the partitions a CI
+    gate fails on (an alert or an ERROR check)."""
+    from rag_eval_pipeline.evaluation.store import WarehouseStore
+    from rag_eval_pipeline.run_summary import partition_summary
+
+    store = WarehouseStore(WAREHOUSE_URL)
+    gated = []
+    print(f"summary for {day}:")
+    for version in versions:
+        summary = partition_summary(instance, store, version, day, run_ids.get(version))
+        verdict = "needs a look" if summary.lines else "no regression, every check passed"
+        print(f"{version}|{day}: {verdict}")
+        for line in summary.lines:
+            print(line)
+        if summary.gates:
+            gated.append(f"{version}|{day}")
+    return gated
+
+
+def _fingerprint_tags(
     instance: DagsterInstance,
     version: str,
     args: argparse.Namespace,
     selected_assets: Sequence[str],
-) -> dict[str, str] | None:
-    """The fingerprint tags of `version`'s run on `args.date`, or None (after saying so) when a
-    successful run with the same fingerprint exists and its outputs are still stored."""
+) -> tuple[dict[str, str], str | None]:
+    """The fingerprint tags of `version`'s run on `args.date`, and the id of a successful run
+    with the same fingerprint whose outputs are still stored (after saying so), else None."""
     from dagster import DagsterRunStatus, RunsFilter
     from upath import UPath
 
@@ -287,7 +317,7 @@ def _run_tags_unless_up_to_date(
     )
     tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
     if not fingerprint or args.force:
-        return tags
+        return tags, None
     previous = instance.get_runs(
         filters=RunsFilter(
             tags={"dagster/partition": str(key), **tags}, statuses=[DagsterRunStatus.SUCCESS]
@@ -306,8 +336,8 @@ def _run_tags_unless_up_to_date(
             f"{key} is up to date: run {previous[0].run_id} materialized it from the "
             "same data, code and configuration (--force runs it again)"
         )
-        return None
-    return tags
+        return tags, previous[0].run_id
+    return tags, None
 
 
 def backfill_partition_keys(versions: Sequence[str], first: str, last: str) -> list[str]:
@@ -481,6 +511,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--log-level", default="WARNING", help="Dagster console log level")
     run.add_argument(
         "--force", action="store_true", help="materialize even partitions that are up to date"
+    )
+    run.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help=(
+            "exit 3 when a partition has a regression alert (a regressed metric, or one missing "
+            "today) or an ERROR check such as a judge outage: a CI gate"
+        ),
     )
     run.set_defaults(handler=cmd_run)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")

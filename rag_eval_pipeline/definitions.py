@@ -11,6 +11,7 @@ from rag_eval_pipeline.assets import (
     embedding_tier,
     generation_tier,
     judge_tier,
+    regressions,
     report,
     retrieval_tier,
     scorecard,
@@ -55,6 +56,7 @@ TIER_MODULES = [
     ux_tier,
     traffic_tier,
     scorecard,
+    regressions,
     report,
     comparison,
 ]
@@ -83,6 +85,7 @@ def default_resources() -> dict[str, object]:
         "alerts": AlertsResource(
             webhook_url=os.environ.get("RAG_EVAL_ALERT_WEBHOOK"),
             style=os.environ.get("RAG_EVAL_ALERT_STYLE", "json"),
+            ui_url=os.environ.get("RAG_EVAL_UI_URL"),
         ),
         "rag_system": RagSystemResource(
             kind=os.environ.get("RAG_EVAL_SYSTEM", "reference"),

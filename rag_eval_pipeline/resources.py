@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 from dagster import ConfigurableResource
 
-from rag_eval_pipeline.alerting import Delivery, alert_payload, post_json
+from rag_eval_pipeline.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
@@ -126,6 +126,7 @@ class LLMResource(ConfigurableResource):
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_retries: int = 3
+    breaker_failures: int = 5
     cache_dir: str = str(CACHE_DIR / "llm")
 
     @property
@@ -151,6 +152,7 @@ class LLMResource(ConfigurableResource):
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
                 cache_dir=Path(self.cache_dir),
+                breaker_failures=self.breaker_failures,
             )
         )
 
@@ -209,22 +211,26 @@ class AlertsResource(ConfigurableResource):
 
     `webhook_url`: any endpoint taking a JSON POST (set it from an `EnvVar`, e.g.
     `RAG_EVAL_ALERT_WEBHOOK`); `style`: `json` (every field) or `slack` (a Slack incoming
-    webhook's `{"text": ...}`).
+    webhook's `{"text": ...}`); `ui_url`: the Dagster UI's base URL, linked from each alert
+    (`RAG_EVAL_UI_URL`).
     """
 
     webhook_url: str | None = None
     style: str = "json"
+    ui_url: str | None = None
     timeout_s: float = 10.0
     max_retries: int = 3
     backoff_s: float = 1.0
 
-    def deliver(self, regressions: pd.DataFrame) -> Delivery | None:
-        """Send the alert; None when no webhook is configured."""
+    def deliver(
+        self, regressions: pd.DataFrame, context: AlertContext | None = None
+    ) -> Delivery | None:
+        """Send one partition's alert; None when no webhook is configured."""
         if not self.webhook_url:
             return None
         return post_json(
             self.webhook_url,
-            alert_payload(regressions, self.style),
+            alert_payload(regressions, self.style, context),
             timeout_s=self.timeout_s,
             max_retries=self.max_retries,
             backoff_s=self.backoff_s,

@@ -15,22 +15,20 @@ from dagster import (
     sensor,
 )
 
-from rag_eval_pipeline.alerting import alert_lines
+from rag_eval_pipeline.alerting import AlertContext, alert_lines
+from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
 from rag_eval_pipeline.datasets.versions import folder_signature
-from rag_eval_pipeline.evaluation.alerts import new_alerts, regressions_for
-from rag_eval_pipeline.evaluation.store import SCORECARD_ASSET
+from rag_eval_pipeline.evaluation.alerts import new_alerts
+from rag_eval_pipeline.evaluation.store import REGRESSIONS_ASSET, REPORT_ASSET
 from rag_eval_pipeline.jobs import evaluation_job
 from rag_eval_pipeline.partitions import (
     DATASET_VERSION,
+    DATE,
     dataset_version_partitions,
     evaluation_partition_key,
+    evaluation_partitions,
 )
-from rag_eval_pipeline.resources import (
-    AlertsResource,
-    BaselineResource,
-    DatasetsResource,
-    WarehouseResource,
-)
+from rag_eval_pipeline.resources import AlertsResource, DatasetsResource, WarehouseResource
 
 
 def today() -> str:
@@ -93,23 +91,29 @@ def _alert_partition(
     partition: str,
     warehouse: WarehouseResource,
     alerts: AlertsResource,
-    baseline: BaselineResource,
 ) -> int:
-    """Evaluate one materialized scorecard partition; alert and record new regressions."""
-    version, day = partition.split("|")
+    """Alert, once, the new alerted rows of one materialized `metric_regressions` partition."""
+    keys = evaluation_partitions.get_partition_key_from_str(partition).keys_by_dimension
+    version, day = keys[DATASET_VERSION], keys[DATE]
     store = warehouse.store()
-    current = store.read_scorecard(version, day)
-    if current is None:
-        context.log.warning(f"Scorecard {partition} is recorded but not stored; skipped.")
+    verdicts = store.read_partition(REGRESSIONS_ASSET, version, day)
+    if verdicts is None:
+        context.log.warning(f"metric_regressions {partition} is recorded but not stored; skipped.")
         return 0
-    regressions = new_alerts(
-        store, version, regressions_for(current, baseline.select(store, version, day))
-    )
+    regressions = new_alerts(store, version, verdicts[verdicts["alert"].astype(bool)])
     if regressions.empty:
         return 0
     for line in alert_lines(regressions):
         context.log.warning(f"Regression: {line}")
-    delivery = alerts.deliver(regressions)
+    report = store.read_partition(REPORT_ASSET, version, day)
+    where = AlertContext(
+        version,
+        day,
+        report_path=str(report["path"].iloc[0]) if report is not None and len(report) else None,
+        ui_url=alerts.ui_url,
+        headline_metrics=HEADLINE_METRICS,
+    )
+    delivery = alerts.deliver(regressions, where)
     if delivery is not None and not delivery.ok:
         context.log.error(
             f"Alert webhook failed after {delivery.attempts} attempt(s): {delivery.error}"
@@ -127,27 +131,28 @@ def _alert_partition(
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
     description=(
-        "After each scorecard materialization, compares it with its baseline and alerts once "
-        "per regression: Dagster log, the regression_alerts record, and the configured webhook."
+        "After each metric_regressions materialization, alerts once per partition on its new "
+        "regressed (or missing-today) metrics: Dagster log, the regression_alerts record, and "
+        "one message to the configured webhook."
     ),
 )
 def regression_alert_sensor(
     context: SensorEvaluationContext,
     warehouse: WarehouseResource,
     alerts: AlertsResource,
-    baseline: BaselineResource,
 ) -> SkipReason:
     after = int(context.cursor) if context.cursor else None
     records = context.instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=AssetKey(SCORECARD_ASSET), after_storage_id=after),
+        AssetRecordsFilter(asset_key=AssetKey(REGRESSIONS_ASSET), after_storage_id=after),
         limit=100,
         ascending=True,
     ).records
     raised = 0
     for record in records:
         if record.partition_key:
-            raised += _alert_partition(context, record.partition_key, warehouse, alerts, baseline)
+            raised += _alert_partition(context, record.partition_key, warehouse, alerts)
         context.update_cursor(str(record.storage_id))
     return SkipReason(
-        f"Evaluated {len(records)} new scorecard materialization(s); raised {raised} alert(s)."
+        f"Evaluated {len(records)} new metric_regressions materialization(s); "
+        f"raised {raised} alert(s)."
     )

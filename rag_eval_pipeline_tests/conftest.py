@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from dagster import DagsterInstance, instance_for_test
+from dagster import (
+    AssetChecksDefinition,
+    DagsterInstance,
+    ExecuteInProcessResult,
+    instance_for_test,
+    materialize,
+)
 
 from rag_eval_pipeline.definitions import default_resources
 from rag_eval_pipeline.embedding.embedder import Embedder
@@ -69,6 +75,28 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
     }
     resources.update(overrides)
     return resources
+
+
+def materialize_demo_assets(
+    instance: DagsterInstance,
+    tmp_path: Path,
+    embedder: Embedder,
+    names: set[str],
+    checks: Sequence[AssetChecksDefinition] = (),
+    **resources: object,
+) -> ExecuteInProcessResult:
+    """Materialize the assets called `names` (and `checks`) for demo-v1 on 2026-11-20 on
+    `instance`, with `evaluation_resources` plus `resources`."""
+    from rag_eval_pipeline.definitions import ALL_ASSETS
+    from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+
+    instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
+    return materialize(
+        [*(a for a in ALL_ASSETS if a.key.to_user_string() in names), *checks],
+        partition_key=evaluation_partition_key("demo-v1", "2026-11-20"),
+        instance=instance,
+        resources=evaluation_resources(tmp_path, embedder, **resources),
+    )
 
 
 def report_config(tmp_path: Path) -> dict:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from rag_eval_pipeline.alerting import alert_payload, post_json
-from rag_eval_pipeline.evaluation.alerts import new_alerts, regressions_for
+from rag_eval_pipeline.evaluation.alerts import new_alerts
 from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, band, build_scorecard
 from rag_eval_pipeline.evaluation.store import WarehouseStore
@@ -155,7 +155,9 @@ def test_baseline_selection(tmp_path: Path) -> None:
 def test_alerts_are_deduplicated_against_the_record(tmp_path: Path) -> None:
     store = store_with(tmp_path, {("v1", "2026-11-20"): card(quality("mrr", 0.9))})
     current = card(quality("mrr", 0.5))
-    regressions = regressions_for(current, store.baseline("v1", "2026-11-21"))
+    chosen = store.baseline("v1", "2026-11-21")
+    assert chosen is not None
+    regressions = detect_regressions(current, chosen.scorecard, chosen.version, chosen.date)
     assert len(new_alerts(store, "v1", regressions)) == 1
     store.record_alerts("v1", "2026-11-21", regressions)
     assert new_alerts(store, "v1", regressions).empty

@@ -13,7 +13,12 @@ from dagster import AssetSpec, DagsterInstance, materialize
 
 from rag_eval_pipeline.assets.report import ReportConfig, evaluation_report
 from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
-from rag_eval_pipeline.evaluation.alerts import regressions_for
+from rag_eval_pipeline.evaluation.item_scores import empty_items
+from rag_eval_pipeline.evaluation.regression import (
+    PartitionScores,
+    RegressionRule,
+    compare_partitions,
+)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.store import WarehouseStore
 from rag_eval_pipeline.io_managers import ParquetIOManagerResource, write_parquet_atomically
@@ -95,8 +100,23 @@ def store(tmp_path: Path) -> WarehouseStore:
     write_parquet_atomically(
         scorecard("v3", 0, "2026-11-30"), store.scorecard_path("v3", "2026-11-30")
     )
-    store.record_alerts("v1", D3, regressions_for(scorecard("v1", 2, D3), store.baseline("v1", D3)))
+    store.record_alerts("v1", D3, regressions_of(store, D3)[lambda f: f["alert"]])
     return store
+
+
+def regressions_of(store: WarehouseStore, date: str) -> pd.DataFrame:
+    """The `metric_regressions` table of v1 on `date` (no per-item scores: the effect rule)."""
+    current = store.read_scorecard("v1", date)
+    chosen = store.baseline("v1", date)
+    assert current is not None
+    previous = (
+        None
+        if chosen is None
+        else PartitionScores(chosen.version, chosen.date, chosen.scorecard, empty_items())
+    )
+    return compare_partitions(
+        PartitionScores("v1", date, current, empty_items()), previous, RegressionRule()
+    )
 
 
 def report(store: WarehouseStore, date: str = D3) -> str:
@@ -110,6 +130,7 @@ def report(store: WarehouseStore, date: str = D3) -> str:
         store.baseline("v1", date),
         HEADLINE_METRICS,
         datetime(2026, 11, 22, 2, 0, tzinfo=UTC),
+        regressions_of(store, date),
     )
     return render_report(data)
 
@@ -220,11 +241,15 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
     store = WarehouseStore(str(warehouse))
     for index, date in enumerate((D1, D2, D3)):
         write_parquet_atomically(scorecard("v1", index, date), store.scorecard_path("v1", date))
+    write_parquet_atomically(
+        regressions_of(store, D3), store.partition_path("metric_regressions", "v1", D3)
+    )
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
     reports = tmp_path / "reports"
     result = materialize(
         [
             AssetSpec("evaluation_scorecard", partitions_def=evaluation_partitions),
+            AssetSpec("metric_regressions", partitions_def=evaluation_partitions),
             evaluation_report,
         ],
         partition_key=evaluation_partition_key("v1", D3),
@@ -256,9 +281,38 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
 def test_an_empty_scorecard_still_renders(tmp_path: Path) -> None:
     empty = build_scorecard([], "v9", D1, THRESHOLDS)
     data = collect_report_data(
-        WarehouseStore(str(tmp_path)), "v9", D1, empty, None, HEADLINE_METRICS, datetime.now(UTC)
+        WarehouseStore(str(tmp_path)),
+        "v9",
+        D1,
+        empty,
+        None,
+        HEADLINE_METRICS,
+        datetime.now(UTC),
+        compare_partitions(PartitionScores("v9", D1, empty, empty_items()), None, RegressionRule()),
     )
     text = " ".join(parse(render_report(data)).text)
     assert "No headline metric in the stored scorecards." in text
     assert "No thresholded or headline metric in this scorecard." in text
     assert "Full scorecard (0 rows)" in text
+
+
+def test_a_model_change_is_shown_next_to_delta_not_as_a_regression(
+    store: WarehouseStore,
+) -> None:
+    current, chosen = store.read_scorecard("v1", D3), store.baseline("v1", D3)
+    assert current is not None and chosen is not None
+    verdicts = compare_partitions(
+        PartitionScores("v1", D3, current, empty_items(), {"judge": "offline"}),
+        PartitionScores(
+            chosen.version, chosen.date, chosen.scorecard, empty_items(), {"judge": "gpt-4o-mini"}
+        ),
+        RegressionRule(),
+    )
+    judged = verdicts[verdicts["tier"] == "judge_reliability"]
+    assert set(judged["reason"]) == {"judge changed (gpt-4o-mini → offline)"}
+    data = collect_report_data(
+        store, "v1", D3, current, chosen, HEADLINE_METRICS, datetime.now(UTC), verdicts
+    )
+    scorecard = render_report(data).split('id="scorecard"')[1].split("</section>")[0]
+    row = next(r for r in scorecard.split("<tr") if "consistency_score" in r)
+    assert "(judge changed)" in row and "delta-regressed" not in row

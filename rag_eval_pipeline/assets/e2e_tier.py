@@ -13,7 +13,9 @@ from rag_eval_pipeline.evaluation.generation import (
     answer_checks,
     context_relevance_rows,
     judge_answers,
+    n_refusals,
     reference_scores,
+    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.metadata import markdown_table, summary_metadata
@@ -112,12 +114,14 @@ def e2e_judgments(
         )
     model = embedder.get()
     judge, client = judge_llm.judge(model)
+    judged = judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS)
     judgments = pd.concat(
         [
-            judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS),
+            judged,
             reference_scores(e2e_generations, model),
             context_relevance_rows(e2e_generations, model),
             answer_checks(e2e_generations, as_dataset(context, golden_dataset)),
+            refusal_scores(e2e_generations, judged),
         ],
         ignore_index=True,
     )
@@ -128,6 +132,7 @@ def e2e_judgments(
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
             "composite": MetadataValue.text(describe(weights)),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )

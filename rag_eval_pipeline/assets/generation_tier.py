@@ -13,7 +13,9 @@ from rag_eval_pipeline.evaluation.generation import (
     generate,
     ideal_contexts,
     judge_answers,
+    n_refusals,
     reference_scores,
+    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
 from rag_eval_pipeline.metadata import summary_metadata
@@ -81,7 +83,12 @@ def generation_judgments(
     judge, client = judge_llm.judge(model)
     judged = judge_answers(ideal_context_generations, judge, REFERENCE_FREE)
     judgments = pd.concat(
-        [judged, reference_scores(ideal_context_generations, model)], ignore_index=True
+        [
+            judged,
+            reference_scores(ideal_context_generations, model),
+            refusal_scores(ideal_context_generations, judged),
+        ],
+        ignore_index=True,
     )
     weights = load_weights()
     judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
@@ -89,6 +96,7 @@ def generation_judgments(
         {
             "n_rows": MetadataValue.int(len(judgments)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
             "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
             "composite": MetadataValue.text(describe(weights)),
             **llm_usage_metadata("judge", judge.judge_model, client),

@@ -120,7 +120,14 @@ def show_judge_quality(
         k: values[k]
         for k in ("accuracy", "precision", "recall", "f1_score", "error_rate", "avg_latency_ms")
     }
-    quality = single_values(headline, SHOW_JUDGE_TIER, model, count=int(values["n_scored"]))
+    quality = single_values(
+        headline,
+        SHOW_JUDGE_TIER,
+        model,
+        count=int(values["n_scored"]),
+        n_errors=int(values["n_errors"]),
+        error_rate=float(values["error_rate"]),
+    )
     confusion = pd.DataFrame(
         {
             "": ["human: show", "human: hide"],

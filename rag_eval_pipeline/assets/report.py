@@ -67,6 +67,7 @@ def evaluation_report(
     context: AssetExecutionContext,
     config: ReportConfig,
     evaluation_scorecard: pd.DataFrame,
+    metric_regressions: pd.DataFrame,
     warehouse: WarehouseResource,
     baseline: BaselineResource,
 ) -> pd.DataFrame:
@@ -80,6 +81,7 @@ def evaluation_report(
         baseline.select(store, version, day),
         HEADLINE_METRICS,
         datetime.now(UTC),
+        metric_regressions,
     )
     path = report_path(config.reports_dir, version, day).resolve()
     write_text_atomically(render_report(data), path)

@@ -1,18 +1,10 @@
-"""Turning a scorecard into new regression alerts, each raised once."""
+"""Alerted rows of `metric_regressions` not raised before (each alert is raised once)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import REGRESSION_COLUMNS, detect_regressions
-from rag_eval_pipeline.evaluation.store import Baseline, WarehouseStore
-
-
-def regressions_for(current: pd.DataFrame, baseline: Baseline | None) -> pd.DataFrame:
-    """The regressions of `current` against `baseline` (none without a baseline)."""
-    if baseline is None:
-        return pd.DataFrame(columns=REGRESSION_COLUMNS)
-    return detect_regressions(current, baseline.scorecard, baseline.version, baseline.date)
+from rag_eval_pipeline.evaluation.store import WarehouseStore
 
 
 def new_alerts(store: WarehouseStore, version: str, regressions: pd.DataFrame) -> pd.DataFrame:

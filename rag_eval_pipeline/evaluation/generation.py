@@ -19,7 +19,7 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, Judge
-from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.judging.offline import Generator, is_noncommittal
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import (
@@ -34,6 +34,10 @@ from rag_eval_pipeline.metrics.text import (
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
+REFUSAL_METRIC = "refusal_rate"
+REFUSAL_DETAILS = json.dumps({"refusal": True})
+NO_CLAIMS = "no claims"
+REFUSAL_DETECTOR = "refusal phrases (judging.offline.is_noncommittal)"
 REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
 NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
 TEXT_SCORERS = {
@@ -152,17 +156,56 @@ def _long(frame: pd.DataFrame, metric: str, scored: pd.DataFrame) -> pd.DataFram
     )
 
 
+def refusals(answers: pd.Series) -> np.ndarray:
+    """Per answer, whether it declines: an empty answer or a single sentence with a refusal
+    phrase ("I don't know.", the generator's own no-context answer, "I cannot answer ...");
+    see `judging.offline.is_noncommittal`. A missing answer (a failed generation) is not one."""
+    return np.array([a is not None and is_noncommittal(str(a)) for a in answers], dtype=bool)
+
+
 def judge_answers(
     frame: pd.DataFrame, judge: Judge, metrics: Sequence[str], *, use_cache: bool = True
 ) -> pd.DataFrame:
-    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row."""
+    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row.
+
+    A refusal (`refusals`, or an answer in which the judge itself found no claim: the LLM
+    judge's refusal verdict) has no claims to check, so its faithfulness row has no score and
+    no error (marked `{"refusal": true}` in `details`): it is left out of the faithfulness mean
+    and counted in `refusal_rate` (`refusal_scores`), never in the judge's error rate.
+    """
     parts = []
     for metric in metrics:
         rows = _with_ground_truth(frame) if metric in NEEDS_GROUND_TRUTH else frame
         if rows.empty:
             continue
-        parts.append(_long(rows, metric, JUDGE_CALLS[metric](judge, rows, use_cache)))
+        judged = _long(rows, metric, JUDGE_CALLS[metric](judge, rows, use_cache))
+        if metric == "faithfulness":
+            declined = refusals(rows["answer"]) | (judged["error"] == NO_CLAIMS).to_numpy()
+            judged.loc[declined, ["score", "error"]] = [np.nan, None]
+            judged.loc[declined, "details"] = REFUSAL_DETAILS
+        parts.append(judged)
     return _concat(parts)
+
+
+def refusal_scores(frame: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:
+    """One `refusal_rate` judgment row per answer: 1 when it declines (`refusals`, or its
+    faithfulness row in `judgments` is a refusal), 0 when it answers; a failed generation (no
+    answer) is an error row."""
+    if frame.empty:
+        return pd.DataFrame(columns=JUDGMENT_COLUMNS)
+    no_answer = frame["answer"].isna().to_numpy()
+    marked = judgments[
+        (judgments["metric"] == "faithfulness") & (judgments["details"] == REFUSAL_DETAILS)
+    ]
+    judged = pd.MultiIndex.from_frame(marked[["system", "query_id"]].astype(str))
+    keys = pd.MultiIndex.from_frame(frame[["system", "query_id"]].astype(str))
+    scores = (refusals(frame["answer"]) | keys.isin(judged)).astype(float)
+    return scorer_rows(frame, REFUSAL_METRIC, scores, REFUSAL_DETECTOR, no_answer)
+
+
+def n_refusals(judgments: pd.DataFrame) -> int:
+    """How many answers of a judgment table declined (its `refusal_rate` rows scoring 1)."""
+    return int((judgments.loc[judgments["metric"] == REFUSAL_METRIC, "score"] == 1.0).sum())
 
 
 def _concat(parts: list[pd.DataFrame]) -> pd.DataFrame:

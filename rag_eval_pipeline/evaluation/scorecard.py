@@ -34,7 +34,7 @@ SCORECARD_COLUMNS = [
     "regression_threshold",
     "regression_min_change",
 ]
-LOWER_IS_BETTER_MARKERS = ("latency", "error_rate", "mean_abs_diff", "n_errors")
+LOWER_IS_BETTER_MARKERS = ("latency", "error_rate", "refusal_rate", "mean_abs_diff", "n_errors")
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
 
 

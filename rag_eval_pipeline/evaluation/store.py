@@ -14,6 +14,8 @@ from upath import UPath
 from rag_eval_pipeline.io_managers import read_parquet, write_parquet_atomically
 
 SCORECARD_ASSET = "evaluation_scorecard"
+REGRESSIONS_ASSET = "metric_regressions"
+REPORT_ASSET = "evaluation_report"
 ALERTS_FOLDER = "regression_alerts"
 
 
@@ -32,14 +34,22 @@ class WarehouseStore:
     def __init__(self, base_path: str) -> None:
         self.base = UPath(base_path)
 
+    def partition_path(self, asset: str, version: str, date: str) -> UPath:
+        """Where the IO manager stores one partition of `asset`."""
+        return self.base / asset / version / f"{date}.parquet"
+
+    def read_partition(self, asset: str, version: str, date: str) -> pd.DataFrame | None:
+        """The stored table of one partition of `asset`, or None if it was never materialized."""
+        path = self.partition_path(asset, version, date)
+        return read_parquet(path) if path.exists() else None
+
     def scorecard_path(self, version: str, date: str) -> UPath:
         """Where the scorecard of one partition is stored."""
-        return self.base / SCORECARD_ASSET / version / f"{date}.parquet"
+        return self.partition_path(SCORECARD_ASSET, version, date)
 
     def read_scorecard(self, version: str, date: str) -> pd.DataFrame | None:
         """The stored scorecard of one partition, or None if it was never materialized."""
-        path = self.scorecard_path(version, date)
-        return read_parquet(path) if path.exists() else None
+        return self.read_partition(SCORECARD_ASSET, version, date)
 
     def scorecard_dates(self, version: str) -> list[str]:
         """Dates with a stored scorecard for `version`, ascending."""

@@ -70,12 +70,27 @@ def summarize_judgments(judgments: pd.DataFrame, tier: str, prefix: str = "avg_"
     )
     summary = summary.merge(errors, on=["system", "metric"], how="left")
     summary["error_rate"] = summary["n_errors"] / summary["n_rows"].where(summary["n_rows"] > 0)
-    summary["metric"] = prefix + summary["metric"]
+    summary["metric"] = scorecard_metric(summary["metric"], prefix)
     return summary.assign(tier=tier)[QUALITY_COLUMNS]
 
 
-def single_values(values: Mapping[str, float], tier: str, system: str, count: int) -> pd.DataFrame:
-    """Quality rows for metrics that are one number, not a mean over rows (e.g. silhouette)."""
+def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
+    """Judgment metric names as the scorecard shows them: `prefix` + name, except rates
+    (`refusal_rate`), which are already named as what they are."""
+    names = metrics.astype(str)
+    return names.where(names.str.endswith("_rate"), prefix + names)
+
+
+def single_values(
+    values: Mapping[str, float],
+    tier: str,
+    system: str,
+    count: int,
+    n_errors: int = 0,
+    error_rate: float = 0.0,
+) -> pd.DataFrame:
+    """Quality rows for metrics that are one number, not a mean over rows (e.g. silhouette);
+    `n_errors`/`error_rate`: the failed items behind them (e.g. unparseable judge replies)."""
     return pd.DataFrame(
         {
             "tier": tier,
@@ -86,7 +101,7 @@ def single_values(values: Mapping[str, float], tier: str, system: str, count: in
             "count": count,
             "ci_low": np.nan,
             "ci_high": np.nan,
-            "n_errors": 0,
-            "error_rate": 0.0,
+            "n_errors": n_errors,
+            "error_rate": error_rate,
         }
     )[QUALITY_COLUMNS]

@@ -16,6 +16,12 @@ here, litellm's own is disabled so attempts are counted); anything else, or a ca
 failing after its retries, becomes a reply with `error` set. Error texts never contain the API
 key.
 
+A circuit breaker stops a client from hammering an endpoint that is down: after
+`breaker_failures` failed attempts in a row (5 by default; any success resets the count) the
+client makes no more calls for the rest of its life (one asset step): every prompt not answered
+yet, including those waiting to retry, gets the error `circuit breaker open ...` at once, and
+one warning is logged instead of one per prompt. `breaker_failures=0` turns it off.
+
 Successful replies are stored in an on-disk `ReplyCache` when `cache_dir` is set; identical prompts
 (same model, api_base, messages, temperature and max_tokens) are then answered from it without a
 provider call, and identical prompts within one batch are sent once. `use_cache=False` forces fresh
@@ -96,8 +102,11 @@ class LLMConfig:
     max_retries: int = 3
     backoff_base_s: float = 1.0
     cache_dir: Path | None = None
+    breaker_failures: int = 5
 
     def __post_init__(self) -> None:
+        if self.breaker_failures < 0:
+            raise ValueError(f"breaker_failures must be >= 0, got {self.breaker_failures}")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
         if self.max_retries < 0:
@@ -134,7 +143,8 @@ class LLMUsage:
 
     `calls` counts requests actually sent to the provider, retries included (`retries` of them
     were retries); `cache_hits` counts replies served without a call; `errors` counts replies
-    returned with an error; tokens and cost are those of the provider calls only.
+    returned with an error (prompts the open circuit breaker never sent included: see
+    `CircuitBreaker.skipped`); tokens and cost are those of the provider calls only.
     """
 
     calls: int = 0
@@ -231,6 +241,39 @@ class _BackgroundLoop:
 _BACKGROUND_LOOP = _BackgroundLoop()
 
 
+class CircuitBreaker:
+    """Opens after `threshold` failed attempts in a row (0: never); a success resets the count.
+
+    Only touched from the client's event-loop thread, so it needs no lock.
+    """
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.consecutive = 0
+        self.last_error: str | None = None
+        self.is_open = False
+        self.skipped = 0
+
+    def record(self, error: str | None) -> bool:
+        """Count one attempt's outcome; True exactly when this failure opened the breaker."""
+        if error is None:
+            self.consecutive = 0
+            return False
+        self.consecutive += 1
+        self.last_error = error
+        opens = not self.is_open and self.threshold > 0 and self.consecutive >= self.threshold
+        self.is_open = self.is_open or opens
+        return opens
+
+    @property
+    def message(self) -> str:
+        """The error given to prompts the open breaker did not send."""
+        return (
+            f"circuit breaker open after {self.consecutive} failed calls in a row, not called "
+            f"(last error: {self.last_error})"
+        )
+
+
 class LLMClient:
     """Concurrent, retrying, caching chat completions through litellm for one `LLMConfig`."""
 
@@ -241,6 +284,10 @@ class LLMClient:
         self._cache = ReplyCache(Path(config.cache_dir)) if config.cache_dir is not None else None
         self._slots: asyncio.Semaphore | None = None
         self._slots_loop: asyncio.AbstractEventLoop | None = None
+        self.breaker = CircuitBreaker(config.breaker_failures)
+        # Provider calls whose cost litellm could not price (no known price for the model):
+        # their `cost_usd` is 0.0, so a total over them is unknown, not zero.
+        self.unpriced_calls = 0
 
     def __repr__(self) -> str:
         return f"LLMClient({self.config!r})"
@@ -354,6 +401,9 @@ class LLMClient:
         async with semaphore:
             attempt = 0
             while True:
+                if self.breaker.is_open:
+                    self.breaker.skipped += 1
+                    return self._failed(self.breaker.message, 0.0, attempt)
                 attempt += 1
                 self._count(calls=1, retries=int(attempt > 1))
                 started = time.perf_counter()
@@ -363,21 +413,21 @@ class LLMClient:
                 except Exception as error:
                     latency_ms = _elapsed_ms(started)
                     description = self._describe(error)
-                    if attempt > config.max_retries or not is_retryable(error):
+                    if self.breaker.record(description):
                         logger.warning(
-                            "%s failed after %d attempt(s): %s", config.model, attempt, description
+                            "%s: %s; the rest of this step's prompts become error rows",
+                            config.model,
+                            self.breaker.message,
                         )
-                        return LLMReply(
-                            text=None,
-                            error=description,
-                            latency_ms=latency_ms,
-                            prompt_tokens=0,
-                            completion_tokens=0,
-                            cost_usd=0.0,
-                            cached=False,
-                            attempts=attempt,
-                            model=config.model,
-                        )
+                    if attempt > config.max_retries or not is_retryable(error):
+                        if not self.breaker.is_open:
+                            logger.warning(
+                                "%s failed after %d attempt(s): %s",
+                                config.model,
+                                attempt,
+                                description,
+                            )
+                        return self._failed(description, latency_ms, attempt)
                     delay = max(
                         backoff_delay(attempt, config.backoff_base_s),
                         min(MAX_BACKOFF_S, retry_after_s(error) or 0.0),
@@ -391,6 +441,7 @@ class LLMClient:
                     )
                     await asyncio.sleep(delay)
                     continue
+                self.breaker.record(None)
                 self._count(
                     prompt_tokens=reply.prompt_tokens,
                     completion_tokens=reply.completion_tokens,
@@ -407,12 +458,27 @@ class LLMClient:
                     self._cache.put(key, cached, model=config.model)
                 return reply
 
+    def _failed(self, error: str, latency_ms: float, attempts: int) -> LLMReply:
+        return LLMReply(
+            text=None,
+            error=error,
+            latency_ms=latency_ms,
+            prompt_tokens=0,
+            completion_tokens=0,
+            cost_usd=0.0,
+            cached=False,
+            attempts=attempts,
+            model=self.config.model,
+        )
+
     def _from_response(self, response: Any, latency_ms: float, attempts: int) -> LLMReply:
         text = response.choices[0].message.content
         if text is None:
             raise ValueError("the provider returned no message content")
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("response_cost") is None:
+            self._count_unpriced()
         return LLMReply(
             text=text,
             error=None,
@@ -445,6 +511,10 @@ class LLMClient:
         message = str(error).removeprefix(f"litellm.{name}: ")
         text = message if message.startswith(f"{name}: ") else f"{name}: {message}"
         return redact(text, [self.config.api_key])[:MAX_ERROR_CHARS]
+
+    def _count_unpriced(self) -> None:
+        with self._usage_lock:
+            self.unpriced_calls += 1
 
     def _count(self, **increments: float) -> None:
         with self._usage_lock:

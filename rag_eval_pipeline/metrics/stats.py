@@ -28,11 +28,14 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "SUMMARY_COLUMNS",
+    "benjamini_hochberg",
     "bootstrap_ci",
     "compare_paired",
     "paired_bootstrap_ci",
+    "paired_randomization_tails",
     "paired_randomization_test",
     "percentiles",
+    "sign_test",
     "summarize",
 ]
 
@@ -152,14 +155,18 @@ def paired_randomization_test(
     *,
     n_resamples: int = 10000,
     seed: int = 0,
+    alternative: str = "two-sided",
 ) -> float:
-    """Two-sided paired randomization (sign-flipping) test of ``mean(b - a) == 0``.
+    """Paired randomization (sign-flipping) test of ``mean(b - a) == 0``.
 
     Under the null hypothesis each difference ``d_i = b_i - a_i`` is symmetric around zero, so
     its sign is exchangeable. Each resample multiplies every ``d_i`` by an independent random
-    sign (±1 with probability 1/2); ``count`` is the number of resamples whose
-    ``|mean(signed d)|`` is at least the observed ``|mean(d)|`` (with a relative tolerance of
-    1e-9 so that ties caused by floating-point rounding count as ties).
+    sign (±1 with probability 1/2); ``count`` is the number of resamples whose statistic is at
+    least the observed one (with a relative tolerance of 1e-9 so that ties caused by
+    floating-point rounding count as ties). The statistic is ``|sum(signed d)|`` for
+    ``alternative="two-sided"``, ``sum(signed d)`` for ``"greater"`` (H1: ``b`` exceeds ``a``)
+    and ``-sum(signed d)`` for ``"less"``, as in ``scipy.stats.permutation_test`` with
+    ``permutation_type="samples"``.
 
     Returns:
         ``(count + 1) / (n_resamples + 1)``, a valid p-value that is never 0. Identical
@@ -169,18 +176,104 @@ def paired_randomization_test(
     differences = _paired_differences(a, b)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if alternative not in ("two-sided", "greater", "less"):
+        raise ValueError(f"alternative must be two-sided, greater or less, got {alternative!r}")
     n = differences.size
     if n == 0:
         return float("nan")
-    observed = abs(differences.sum())
+    if alternative == "less":
+        differences = -differences
+    observed = differences.sum()
+    if alternative == "two-sided":
+        observed = abs(observed)
     tolerance = 1e-9 * np.abs(differences).sum()
-    rng = np.random.default_rng(seed)
     count = 0
-    for size in _chunk_sizes(n_resamples, n):
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
-        flipped = np.abs(signs @ differences)
+    for flipped in _sign_flip_sums(differences, n_resamples, seed):
+        if alternative == "two-sided":
+            flipped = np.abs(flipped)
         count += int(np.count_nonzero(flipped >= observed - tolerance))
     return (count + 1) / (n_resamples + 1)
+
+
+def _sign_flip_sums(differences: np.ndarray, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+    """Chunks of ``sum(signs · differences)`` for ``n_resamples`` random sign vectors."""
+    rng = np.random.default_rng(seed)
+    for size in _chunk_sizes(n_resamples, differences.size):
+        signs = rng.integers(0, 2, size=(size, differences.size), dtype=np.int8) * 2 - 1
+        yield signs @ differences
+
+
+def paired_randomization_tails(
+    a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10000, seed: int = 0
+) -> tuple[float, float]:
+    """``(p_less, p_greater)`` of :func:`paired_randomization_test` from one set of sign flips.
+
+    Both equal the corresponding one-sided calls with the same seed (the same signs are drawn),
+    at half the cost. Empty input gives ``(nan, nan)``.
+    """
+    differences = _paired_differences(a, b)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if differences.size == 0:
+        return (float("nan"), float("nan"))
+    observed = differences.sum()
+    tolerance = 1e-9 * np.abs(differences).sum()
+    less = greater = 0
+    for flipped in _sign_flip_sums(differences, n_resamples, seed):
+        less += int(np.count_nonzero(flipped <= observed + tolerance))
+        greater += int(np.count_nonzero(flipped >= observed - tolerance))
+    return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
+
+
+def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
+    """Exact one-sided sign (McNemar) test on discordant pairs, vectorized over tests.
+
+    For 0/1 scores of the same items on two dates, only the discordant pairs carry
+    information: ``n_worse`` items went the bad way (e.g. 1 → 0 for a hit rate), ``n_better``
+    the good way. Under H0 each discordant pair is either with probability 1/2, so the p-value
+    of H1 "worse" is ``P(X >= n_worse)`` for ``X ~ Binomial(n_worse + n_better, 1/2)``, the
+    exact binomial tail (``scipy.stats.binomtest(n_worse, n, 0.5, alternative="greater")``).
+    No discordant pair gives 1.0. Computed in log space (log-sum-exp of the binomial
+    coefficients), exact to floating point for any n.
+    """
+    worse = np.asarray(n_worse, dtype=np.int64)
+    better = np.asarray(n_better, dtype=np.int64)
+    if worse.shape != better.shape or (worse < 0).any() or (better < 0).any():
+        raise ValueError("n_worse and n_better must be non-negative counts of the same shape")
+    flat_worse, flat_total = worse.ravel(), (worse + better).ravel()
+    top = int(flat_total.max(initial=0))
+    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
+    p_values = np.ones(flat_worse.size)
+    for index in np.flatnonzero(flat_total > 0):
+        total, k = int(flat_total[index]), np.arange(flat_worse[index], flat_total[index] + 1)
+        log_terms = log_factorial[total] - log_factorial[k] - log_factorial[total - k]
+        peak = log_terms.max()
+        tail = peak + np.log(np.exp(log_terms - peak).sum()) - total * np.log(2.0)
+        p_values[index] = min(1.0, float(np.exp(tail)))
+    return p_values.reshape(worse.shape)
+
+
+def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values) controlling the false discovery rate.
+
+    ``q_(i) = min_{j >= i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
+    ascending (``scipy.stats.false_discovery_control(method="bh")``); rejecting every test with
+    ``q < α`` keeps the expected share of false discoveries at most α for independent or
+    positively dependent tests. NaN p-values (no test) stay NaN and do not count in ``m``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    q = np.full(p.shape, np.nan)
+    finite = np.isfinite(p)
+    m = int(finite.sum())
+    if m == 0:
+        return q
+    order = np.argsort(p[finite], kind="stable")
+    ranked = p[finite][order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    values = np.empty(m)
+    values[order] = adjusted
+    q[finite] = values
+    return q
 
 
 def compare_paired(

@@ -7,7 +7,9 @@ be mailed, attached to a ticket or opened from disk. It shows:
   scores (read from the scorecard's embedder, judge and generator systems) and dataset sizes;
 - a summary of the partition's scorecard (thresholded and headline metrics, coloured bands,
   change against the baseline), and the full scorecard in a collapsed section;
-- the regressions of the partition against its baseline;
+- the alerts of the partition against its baseline (`metric_regressions`: regressed metrics
+  and metrics missing today), with their q-value and paired items; metrics that cannot be
+  compared because the judge, generator or embedder changed say so next to Δ;
 - trend charts of the headline metrics over the version's stored dates up to the partition's
   date, one line per system, 95% CI band, regressions (alert history and this partition's)
   marked in red with a tooltip;
@@ -28,8 +30,7 @@ from datetime import datetime
 import pandas as pd
 
 from rag_eval_pipeline.escaping import html_text
-from rag_eval_pipeline.evaluation.alerts import regressions_for
-from rag_eval_pipeline.evaluation.regression import KEY
+from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.evaluation.store import SCORECARD_ASSET, Baseline, WarehouseStore
 
@@ -76,7 +77,8 @@ class ReportData:
     `history` holds the headline-metric rows of every stored scorecard of `version` up to
     `date` (this partition's included); `alerts` the version's recorded regression alerts;
     `cross_version` the headline rows of the latest scorecard on or before `date` of every
-    version (with their `dataset_version` and `date`).
+    version (with their `dataset_version` and `date`); `regressions` the partition's alerted
+    rows of `metric_regressions` and `comparisons` all its rows.
     """
 
     version: str
@@ -89,6 +91,7 @@ class ReportData:
     cross_version: pd.DataFrame
     headline_metrics: Sequence[str]
     generated_at: datetime
+    comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass(frozen=True)
@@ -148,8 +151,10 @@ def collect_report_data(
     baseline: Baseline | None,
     headline_metrics: Sequence[str],
     generated_at: datetime,
+    regressions: pd.DataFrame,
 ) -> ReportData:
-    """Read what the report of (`version`, `date`) needs; `scorecard` is that partition's."""
+    """Read what the report of (`version`, `date`) needs; `scorecard` and `regressions` (the
+    `metric_regressions` table) are that partition's."""
     current = scorecard.assign(dataset_version=version, date=date)
     headline = list(headline_metrics)
 
@@ -177,12 +182,15 @@ def collect_report_data(
         date=date,
         scorecard=current,
         baseline=baseline,
-        regressions=regressions_for(current, baseline),
+        regressions=regressions[regressions["alert"].astype(bool)]
+        if len(regressions)
+        else regressions,
         history=pd.concat([*history, this], ignore_index=True),
         alerts=store.read_alerts(version),
         cross_version=pd.concat([*latest, this], ignore_index=True),
         headline_metrics=headline,
         generated_at=generated_at,
+        comparisons=regressions,
     )
 
 
@@ -426,7 +434,11 @@ def with_baseline_change(scorecard: pd.DataFrame, baseline: Baseline | None) -> 
     return merged.assign(relative_change=change)
 
 
-def _change_cell(relative: float, higher_is_better: bool, regressed: bool) -> str:
+def _change_cell(
+    relative: float, higher_is_better: bool, regressed: bool, incomparable: str | None = None
+) -> str:
+    if incomparable:
+        return f'<td class="num muted">{format_change(relative)} ({html_text(incomparable)})</td>'
     if math.isnan(relative):
         return '<td class="num muted">—</td>'
     worse = relative < 0 if higher_is_better else relative > 0
@@ -440,8 +452,10 @@ def scorecard_summary_html(
     baseline: Baseline | None,
     regressions: pd.DataFrame,
     headline_metrics: Sequence[str],
+    comparisons: pd.DataFrame | None = None,
 ) -> str:
-    """Thresholded and headline metrics of the partition, grouped by tier, bands coloured."""
+    """Thresholded and headline metrics of the partition, grouped by tier, bands coloured; Δ
+    says when the metric is not comparable because a model changed."""
     rows = scorecard[
         (scorecard["tier"] != DATASET_TIER)
         & (scorecard["band"].isin(BANDS) | scorecard["metric"].isin(headline_metrics))
@@ -449,11 +463,13 @@ def scorecard_summary_html(
     if rows.empty:
         return '<p class="empty">No thresholded or headline metric in this scorecard.</p>'
     regressed = set(regressions[KEY].itertuples(index=False, name=None))
+    incomparable = model_changes(comparisons)
     body = []
     for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
         body.append(f'<tr class="group"><th colspan="7">{html_text(tier)}</th></tr>')
         for r in group.itertuples():
             is_regressed = (r.tier, r.system, r.metric) in regressed
+            moved = incomparable.get((r.tier, r.system, r.metric))
             body.append(
                 f'<tr class="{"row-regressed" if is_regressed else ""}">'
                 f"<td>{html_text(r.system)}</td>"
@@ -461,11 +477,27 @@ def scorecard_summary_html(
                 f'<td class="num strong">{format_value(r.value)}</td>'
                 f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
                 f'<td class="num">{format_count(r.count)}</td>'
-                f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed)}"
+                f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed, moved)}"
                 f"<td>{_band_pill(r.band)}</td></tr>"
             )
     headers = ["System", "Metric", "Value", "95% CI", "n", "Δ vs baseline", "Band"]
     return _table(headers, body, {2, 3, 4, 5}, "scorecard")
+
+
+def model_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
+    """(tier, system, metric) → "judge changed" etc. for rows not comparable for that reason."""
+    if comparisons is None or comparisons.empty:
+        return {}
+    rows = comparisons[
+        (comparisons["verdict"] == NOT_COMPARABLE)
+        & comparisons["reason"].str.contains(" changed", regex=False)
+    ]
+    return {
+        (r.tier, r.system, r.metric): ", ".join(
+            part.split(" (")[0] for part in str(r.reason).split("; ")
+        )
+        for r in rows.itertuples()
+    }
 
 
 def full_scorecard_html(scorecard: pd.DataFrame) -> str:
@@ -506,12 +538,24 @@ def regressions_html(
         f'<td class="num">{format_value(r.baseline_value)}</td>'
         f'<td class="num strong">{format_value(r.value)}</td>'
         f'<td class="num delta delta-regressed">{format_change(r.relative_change)}</td>'
-        f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
-        f'<td class="num">{r.threshold:.0%}</td></tr>'
+        f'<td class="num">{format_value(r.q_value)}</td>'
+        f'<td class="num">{format_count(r.n_paired)}</td>'
+        f'<td class="num">{r.threshold:.0%}</td><td>{html_text(r.reason)}</td></tr>'
         for r in ordered.itertuples()
     ]
-    headers = ["Tier", "System", "Metric", "Baseline", "Now", "Change", "95% CI now", "Tolerance"]
-    numeric = {3, 4, 5, 6, 7}
+    headers = [
+        "Tier",
+        "System",
+        "Metric",
+        "Baseline",
+        "Now",
+        "Change",
+        "q",
+        "n paired",
+        "Tolerance",
+        "Why",
+    ]
+    numeric = {3, 4, 5, 6, 7, 8}
     lead = (
         f'<p class="lead">{len(regressions)} metric(s) regressed, {int(headline.sum())} of them '
         "headline metrics.</p>"
@@ -725,7 +769,7 @@ def render_report(data: ReportData) -> str:
         else ""
     )
     summary = scorecard_summary_html(
-        data.scorecard, data.baseline, data.regressions, data.headline_metrics
+        data.scorecard, data.baseline, data.regressions, data.headline_metrics, data.comparisons
     )
     sections = [
         _header(data),
@@ -749,9 +793,11 @@ def render_report(data: ReportData) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>RAG evaluation · {html_text(data.version)} · {html_text(data.date)}</title>"
         f"<style>{CSS}</style></head><body><main>{''.join(sections)}"
-        "<footer>Generated by <code>rag_eval_pipeline</code>. A metric regresses when it moves "
-        "in its bad direction by more than its tolerance and the baseline lies outside the "
-        "current 95% bootstrap CI.</footer></main></body></html>\n"
+        "<footer>Generated by <code>rag_eval_pipeline</code>. A metric regresses when a paired "
+        "one-sided test on the items both dates scored gives a Benjamini–Hochberg q below α "
+        "and it moves in its bad direction by more than its tolerance (metrics without "
+        "per-item scores: the tolerance alone). A metric missing today is an alert too."
+        "</footer></main></body></html>\n"
     )
 
 

@@ -1,0 +1,84 @@
+"""Per-item scores in one long layout, so two partitions can be compared item by item.
+
+The layout is `tier, system, metric, item_id, value`: one row per scored item (a query, a
+judge label, a session, ...) of one metric of one system, `metric` named exactly as in the
+scorecard (e.g. `avg_faithfulness` for the judgments' `faithfulness`), `value` NaN for an error
+row. `ITEM_SOURCES` maps each per-item asset to its converter; the `metric_regressions` asset
+reads every asset named there, today's as inputs and the baseline's from the warehouse.
+
+To let a new tier's metrics be tested item by item, write its per-item table as an asset,
+add `"<asset name>": <function turning it into this layout>` to `ITEM_SOURCES`, and add the
+asset as an input of `metric_regressions` (`rag_eval_pipeline/assets/regressions.py`).
+Metrics without per-item scores are judged by the effect rule alone; so are the traffic
+tier's, whose items (the day's interactions) differ from one day to the next and cannot be
+paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+
+from rag_eval_pipeline.evaluation.summaries import scorecard_metric
+from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+
+ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
+
+
+def empty_items() -> pd.DataFrame:
+    """An item table with no rows."""
+    return pd.DataFrame(columns=ITEM_COLUMNS)
+
+
+def wide_items(
+    frame: pd.DataFrame, tier: str, metrics: Sequence[str], item_column: str = "query_id"
+) -> pd.DataFrame:
+    """Wide per-item metric columns (`system, <item_column>, <metric>...`) in the long layout."""
+    present = [m for m in metrics if m in frame.columns]
+    if frame.empty or not present:
+        return empty_items()
+    long = frame.melt(
+        id_vars=["system", item_column], value_vars=present, var_name="metric", value_name="value"
+    ).rename(columns={item_column: "item_id"})
+    return long.assign(tier=tier, item_id=long["item_id"].astype(str))[ITEM_COLUMNS]
+
+
+def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> pd.DataFrame:
+    """Long judgments (`system, query_id, metric, score, error`) in the item layout.
+
+    Metric names are the scorecard's (`summaries.scorecard_metric`); error rows keep their NaN
+    score (missing on that side of a pair, never a zero).
+    """
+    if judgments.empty:
+        return empty_items()
+    return pd.DataFrame(
+        {
+            "tier": tier,
+            "system": judgments["system"].astype(str),
+            "metric": scorecard_metric(judgments["metric"], prefix),
+            "item_id": judgments["query_id"].astype(str),
+            "value": judgments["score"].astype(float),
+        }
+    )[ITEM_COLUMNS]
+
+
+ITEM_SOURCES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+    "retrieval_metrics": lambda f: wide_items(f, "tier1_retrieval", DEFAULT_RETRIEVAL_METRICS),
+    "system_retrieval_metrics": lambda f: wide_items(
+        f, "tier1_retrieval", DEFAULT_RETRIEVAL_METRICS
+    ),
+    "generation_judgments": lambda f: judgment_items(f, "tier2_generation"),
+    "e2e_judgments": lambda f: judgment_items(f, "tier3_e2e"),
+}
+
+
+def item_scores(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """Every per-item table of `ITEM_SOURCES` found in `tables` (asset name → table or None)."""
+    frames = [
+        ITEM_SOURCES[name](table)
+        for name, table in tables.items()
+        if name in ITEM_SOURCES and table is not None and not table.empty
+    ]
+    frames = [frame for frame in frames if not frame.empty]
+    return pd.concat(frames, ignore_index=True) if frames else empty_items()

@@ -1,0 +1,79 @@
+"""A judge endpoint that is down: the circuit breaker stops calling it, the error-rate check is
+an ERROR, and the metrics it feeds are NaN (which `metric_regressions` alerts as missing today).
+
+Everything runs against the real loopback OpenAI-compatible server answering 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from dagster import AssetCheckSeverity, DagsterInstance
+
+from rag_eval_pipeline.checks import judge_error_rate_check
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.resources import LLMResource
+from rag_eval_pipeline_tests.conftest import materialize_demo_assets
+from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_llm_client import ask, make_client
+
+E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
+
+
+def test_breaker_opens_after_consecutive_failures_and_stops_calling(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with run_openai_server(faults=["500"] * 1000) as server:
+        client = make_client(server, max_concurrency=4, max_retries=3, breaker_failures=5)
+        with caplog.at_level(logging.WARNING, logger="rag_eval_pipeline.judging.client"):
+            replies = client.complete_many([ask(f"q{i}") for i in range(100)])
+    assert all(reply.error for reply in replies)
+    # Attempts already in flight when the breaker opened still land: at most one per slot.
+    assert 5 <= server.request_count <= 5 + 4
+    assert client.breaker.skipped >= 100 - server.request_count
+    assert sum("circuit breaker open" in (r.error or "") for r in replies) >= 90
+    assert len(caplog.records) <= 5
+
+
+def test_breaker_resets_on_success_and_can_be_turned_off() -> None:
+    with run_openai_server(faults=["500", "500", "500", "500", "ok", "500", "500"]) as server:
+        client = make_client(server, max_concurrency=1, max_retries=0, breaker_failures=5)
+        replies = client.complete_many([ask(f"q{i}") for i in range(8)])
+    assert [r.error is None for r in replies] == [False] * 4 + [True, False, False, True]
+    assert not client.breaker.is_open and client.breaker.skipped == 0
+    with run_openai_server(faults=["500"] * 20) as server:
+        client = make_client(server, max_concurrency=1, max_retries=0, breaker_failures=0)
+        client.complete_many([ask(f"q{i}") for i in range(12)])
+        assert server.request_count == 12
+
+
+def test_total_outage_is_an_error_check_with_bounded_calls(
+    tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
+) -> None:
+    with run_openai_server(faults=["500"] * 100_000) as server:
+        judge = LLMResource(
+            model="openai/down-judge",
+            api_base=server.base_url,
+            api_key="sk-test",
+            cache_dir=str(tmp_path / "llm-cache"),
+            max_retries=3,
+        )
+        check = judge_error_rate_check("e2e_judgments")
+        result = materialize_demo_assets(
+            dagster_instance, tmp_path, embedder, E2E, [check], judge_llm=judge
+        )
+        requests = server.request_count
+    assert result.success
+    (check,) = result.get_asset_check_evaluations()
+    assert not check.passed and check.severity == AssetCheckSeverity.ERROR
+    assert check.metadata["outage"].value is True
+    assert check.description.startswith("Judge outage: ")
+    # 56 questions × 4 judge metrics, 3 retries each, would be about 900 requests.
+    assert requests <= 4 * (5 + 8)
+    quality = result.output_for_node("e2e_quality").set_index("metric")
+    faith = quality.loc["avg_faithfulness"]
+    assert faith["count"] == 0 and faith["error_rate"] == 1.0
+    metadata = result.asset_materializations_for_node("e2e_judgments")[0].metadata
+    assert metadata["judge_breaker_skipped"].value > 150

@@ -1,0 +1,251 @@
+"""`metric_regressions`: paired verdicts on two real dates of a pipeline, and their alerts.
+
+A 60-question version with three logged TREC runs is materialized on two dates. Between the
+dates `drop` loses the relevant document of 6 questions it answered (6 of 60 pairs flip 1 → 0,
+none back: exact one-sided p = 0.0156), `same` is unchanged, and `swap` loses 6 and gains 6.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    ExecuteInProcessResult,
+    build_sensor_context,
+    instance_for_test,
+    materialize,
+)
+
+from rag_eval_pipeline.alerting import alert_lines
+from rag_eval_pipeline.checks import ALL_CHECKS
+from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.item_scores import empty_items
+from rag_eval_pipeline.evaluation.regression import (
+    PartitionScores,
+    RegressionRule,
+    compare_partitions,
+)
+from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.resources import AlertsResource, DatasetsResource, WarehouseResource
+from rag_eval_pipeline.sensors import regression_alert_sensor
+from rag_eval_pipeline_tests.conftest import (
+    SHIPPED_STORAGE,
+    evaluation_resources,
+    rag_eval,
+    report_config,
+)
+from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
+
+VERSION, DAY1, DAY2 = "flips", "2026-11-20", "2026-11-21"
+N = 60
+PIPELINE = [a for a in ALL_ASSETS if a.key != AssetKey("system_comparison")]
+
+
+def write_version(folder: Path, misses: dict[str, set[int]]) -> None:
+    """60 questions with one relevant document each; a run per system that ranks the
+    relevant document first except for the questions in `misses[system]`."""
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    (folder / "queries.jsonl").write_text(
+        "".join(f'{{"query_id": "q{i}", "question": "question number {i}"}}\n' for i in range(N))
+    )
+    (folder / "qrels.csv").write_text(
+        "query_id,doc_id,relevance\n" + "".join(f"q{i},rel{i},1\n" for i in range(N))
+    )
+    for system, missed in misses.items():
+        lines = []
+        for i in range(N):
+            docs = [f"other{i}a", f"other{i}b"] if i in missed else [f"rel{i}", f"other{i}a"]
+            lines += [
+                f"q{i} Q0 {doc} {rank} {10 - rank} {system}\n" for rank, doc in enumerate(docs, 1)
+            ]
+        (folder / "runs" / f"{system}.trec").write_text("".join(lines))
+
+
+BASE_MISSES = set(range(12))  # 48 of 60 hits: HitRate@1 = 0.80 on day 1
+DAY1_MISSES = {"drop": BASE_MISSES, "same": BASE_MISSES, "swap": BASE_MISSES}
+DAY2_MISSES = {
+    "drop": BASE_MISSES | set(range(20, 26)),
+    "same": BASE_MISSES,
+    "swap": (BASE_MISSES - set(range(6))) | set(range(20, 26)),
+}
+
+
+@dataclass
+class TwoDates:
+    tmp: Path
+    instance: DagsterInstance
+    day2: ExecuteInProcessResult
+    verdicts: pd.DataFrame
+
+
+@pytest.fixture(scope="module")
+def two_dates(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[TwoDates]:
+    tmp = tmp_path_factory.mktemp("flips")
+    datasets = tmp / "datasets"
+    with instance_for_test(overrides=SHIPPED_STORAGE) as instance:
+        instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+        for day, misses in ((DAY1, DAY1_MISSES), (DAY2, DAY2_MISSES)):
+            write_version(datasets / VERSION, misses)
+            result = materialize(
+                [*PIPELINE, *ALL_CHECKS],
+                partition_key=evaluation_partition_key(VERSION, day),
+                instance=instance,
+                resources=evaluation_resources(
+                    tmp, embedder, datasets=DatasetsResource(root=str(datasets))
+                ),
+                run_config=report_config(tmp),
+            )
+            assert result.success
+        verdicts = pd.read_parquet(
+            tmp / "warehouse" / "metric_regressions" / VERSION / f"{DAY2}.parquet"
+        )
+        yield TwoDates(tmp, instance, result, verdicts)
+
+
+def row(verdicts: pd.DataFrame, system: str, metric: str) -> pd.Series:
+    found = verdicts[(verdicts["system"] == system) & (verdicts["metric"] == metric)]
+    assert len(found) == 1, (system, metric)
+    return found.iloc[0]
+
+
+def test_six_flips_one_way_regress_with_an_exact_test(two_dates: TwoDates) -> None:
+    hit = row(two_dates.verdicts, "drop", "hit_rate@1")
+    assert (hit["baseline_value"], hit["value"]) == (pytest.approx(0.8), pytest.approx(0.7))
+    assert (hit["n_paired"], hit["n_worse"], hit["n_better"]) == (60, 6, 0)
+    assert hit["test"] == "exact sign test (McNemar)"
+    assert hit["p_value"] == pytest.approx(0.015625)
+    assert hit["q_value"] < 0.05 and hit["verdict"] == "regressed" and hit["alert"]
+    precision = row(two_dates.verdicts, "drop", "precision@5")
+    assert precision["test"] == "paired sign-flip randomization"
+    assert precision["verdict"] == "regressed"
+
+
+def test_unchanged_and_balanced_systems_are_not_alerted(two_dates: TwoDates) -> None:
+    verdicts = two_dates.verdicts
+    for system in ("same", "swap"):
+        rows = verdicts[(verdicts["system"] == system) & (verdicts["tier"] == "tier1_retrieval")]
+        assert len(rows) > 10
+        assert set(rows["verdict"]) == {"no significant change"}, system
+        assert not rows["alert"].any()
+    swap = row(verdicts, "swap", "hit_rate@1")
+    assert (swap["n_worse"], swap["n_better"]) == (6, 6)
+    assert swap["p_value"] == pytest.approx(0.6128, abs=1e-4)
+    alerted = verdicts[verdicts["alert"]]
+    assert set(alerted["system"]) == {"drop"}
+
+
+def test_first_date_has_no_baseline(two_dates: TwoDates) -> None:
+    day1 = pd.read_parquet(
+        two_dates.tmp / "warehouse" / "metric_regressions" / VERSION / f"{DAY1}.parquet"
+    )
+    assert set(day1["verdict"]) == {"not comparable"}
+    assert not day1["alert"].any()
+    assert set(day1["judge"]) == {"offline|None|t=0.0|max_tokens=512"}
+
+
+def test_check_and_report_read_the_asset(two_dates: TwoDates) -> None:
+    n_alerted = int(two_dates.verdicts["alert"].sum())
+    checks = {
+        e.check_name: e
+        for e in two_dates.day2.get_asset_check_evaluations()
+        if e.check_name == "scorecard_regressions"
+    }
+    check = checks["scorecard_regressions"]
+    assert not check.passed and check.metadata["n_regressions"].value == n_alerted
+    report = pd.read_parquet(
+        two_dates.tmp / "warehouse" / "evaluation_report" / VERSION / f"{DAY2}.parquet"
+    )
+    assert report["n_regressions"].tolist() == [n_alerted]
+    page = Path(report["path"].iloc[0]).read_text()
+    assert "6 metric(s) regressed" not in page
+    assert f"{n_alerted} metric(s) regressed" in page and "Benjamini" in page
+
+
+def test_sensor_sends_one_grouped_message_once(two_dates: TwoDates) -> None:
+    receiver = Receiver([])
+    try:
+        resources = {
+            "warehouse": WarehouseResource(base_path=str(two_dates.tmp / "warehouse")),
+            "alerts": AlertsResource(
+                webhook_url=receiver.url, backoff_s=0.01, style="slack", ui_url="http://ui:3000"
+            ),
+        }
+        context = build_sensor_context(instance=two_dates.instance, resources=resources)
+        regression_alert_sensor(context)
+        assert len(receiver.bodies) == 1
+        text = receiver.bodies[0]["text"]
+        assert f"on {VERSION} {DAY2} (baseline {VERSION} {DAY1})" in text.splitlines()[0]
+        assert "*drop*" in text and "same" not in text and "swap" not in text
+        assert "hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in text
+        assert ", n = 60)" in text and "more" in text
+        assert "http://ui:3000/assets/metric_regressions?partition=flips%7C2026-11-21" in text
+        assert f"report: {two_dates.tmp / 'reports' / VERSION / DAY2}.html" in text
+        again = build_sensor_context(
+            instance=two_dates.instance, resources=resources, cursor=context.cursor
+        )
+        regression_alert_sensor(again)
+        fresh = build_sensor_context(instance=two_dates.instance, resources=resources)
+        regression_alert_sensor(fresh)  # the alert record de-duplicates a replay
+        assert len(receiver.bodies) == 1
+    finally:
+        receiver.server.shutdown()
+
+
+def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
+    def faithfulness(value: float) -> pd.DataFrame:
+        return quality("avg_faithfulness", value, tier="tier2_generation", system="s")
+
+    baseline = card(faithfulness(0.9), quality("mrr", 0.9, system="s"))
+    outage = card(faithfulness(float("nan")), quality("mrr", 0.9, system="s"))
+    verdicts = compare_partitions(
+        PartitionScores("v1", "d2", outage, empty_items()),
+        PartitionScores("v1", "d1", baseline, empty_items()),
+        RegressionRule(),
+    )
+    faith = row(verdicts, "s", "avg_faithfulness")
+    assert (faith["verdict"], faith["reason"], faith["alert"]) == (
+        "not comparable",
+        "missing today",
+        True,
+    )
+    failing = faithfulness(0.85).assign(error_rate=0.8)
+    partial = compare_partitions(
+        PartitionScores("v1", "d2", card(failing, quality("mrr", 0.9, system="s")), empty_items()),
+        PartitionScores("v1", "d1", baseline, empty_items()),
+        RegressionRule(),
+    )
+    outage = row(partial, "s", "avg_faithfulness")
+    assert outage["alert"] and outage["verdict"] == "not comparable"
+    assert outage["reason"] == "judge outage: 80% of its judgments failed today"
+    assert "— judge outage: 80%" in alert_lines(partial[partial["alert"]])[0]
+    worse = card(faithfulness(0.5), quality("mrr", 0.5, system="s"))
+    changed = compare_partitions(
+        PartitionScores("v1", "d2", worse, empty_items(), {"judge": "offline"}),
+        PartitionScores("v1", "d1", baseline, empty_items(), {"judge": "gpt-4o-mini"}),
+        RegressionRule(),
+    )
+    assert row(changed, "s", "mrr")["verdict"] == "regressed"
+    moved = row(changed, "s", "avg_faithfulness")
+    assert moved["verdict"] == "not comparable" and not moved["alert"]
+    assert moved["reason"] == "judge changed (gpt-4o-mini → offline)"
+
+
+def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_version(data / "datasets" / VERSION, DAY1_MISSES)
+    first = rag_eval(data, tmp_path / "home", "run", "--date", DAY1, "--fail-on-regression")
+    assert f"{VERSION}|{DAY1}: no regression, every check passed" in first
+    write_version(data / "datasets" / VERSION, DAY2_MISSES)
+    second = rag_eval(
+        data, tmp_path / "home", "run", "--date", DAY2, "--fail-on-regression", exit_code=3
+    )
+    assert f"{VERSION}|{DAY2}: needs a look" in second
+    assert "regression alert(s) (asset metric_regressions):" in second
+    assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
+    assert "check scorecard_regressions on evaluation_scorecard failed (WARN)" in second
+    assert " · swap · " not in second and " · same · " not in second
