@@ -35,8 +35,8 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-from rag_eval_pipeline.judging.parsing import parse_score
+from rag_eval_pipeline.judges.parsing import parse_score
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 GOAL_RATIO = 1.25

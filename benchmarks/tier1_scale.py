@@ -76,17 +76,17 @@ def main() -> None:
         os.environ["RAG_EVAL_WAREHOUSE"] = str(root / "warehouse")
         from dagster import instance_for_test, materialize
 
-        from rag_eval_pipeline.assets.dataset import golden_dataset
-        from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
-        from rag_eval_pipeline.assets.retrieval_tier import (
+        from rag_eval_pipeline.definitions import default_resources
+        from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+        from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+        from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+        from rag_eval_pipeline.defs.resources import DatasetsResource
+        from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
+        from rag_eval_pipeline.defs.tier1_retrieval.assets import (
             retrieval_metrics,
             retrieval_quality,
             retrieval_runs,
         )
-        from rag_eval_pipeline.definitions import default_resources
-        from rag_eval_pipeline.io_managers import ParquetIOManagerResource
-        from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-        from rag_eval_pipeline.resources import DatasetsResource
 
         resources = {
             **default_resources(),

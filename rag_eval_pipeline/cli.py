@@ -25,7 +25,7 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
-from rag_eval_pipeline.escaping import terminal_text
+from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.settings import (
     DATASETS_DIR,
     MAX_FILE_MB,
@@ -38,7 +38,7 @@ from rag_eval_pipeline.settings import (
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, Definitions
 
-    from rag_eval_pipeline.resources import DatasetsResource
+    from rag_eval_pipeline.defs.resources import DatasetsResource
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -88,7 +88,7 @@ def open_instance() -> DagsterInstance:
     from dagster import DagsterInstance
     from filelock import FileLock
 
-    from rag_eval_pipeline.partitions import DATASET_VERSION
+    from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 
     home = _ensure_dagster_home()
     with FileLock(home / ".rag-eval-instance.lock"):
@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.resources import DatasetsResource
+    from rag_eval_pipeline.defs.resources import DatasetsResource
 
     for day in (args.from_date, args.to_date) if args.from_date else (args.date,):
         check_partition_date(day)
@@ -154,7 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
-    from rag_eval_pipeline.run_ownership import fail_runs_of_dead_owners
+    from rag_eval_pipeline.defs.run_ownership import fail_runs_of_dead_owners
 
     for run_id in fail_runs_of_dead_owners(instance):
         print(
@@ -168,7 +168,7 @@ def _register_valid_versions(
 ) -> tuple[list[str], dict[str, str]]:
     """Validate the versions not registered yet and register the valid ones; returns the
     versions to evaluate and the problems of those left out (one line printed for each)."""
-    from rag_eval_pipeline.partitions import DATASET_VERSION
+    from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
     problems = {v: p for v in versions if v not in registered and (p := datasets.problem(v))}
@@ -190,8 +190,8 @@ def _materialize_date(
     """Materialize each version's partition on `args.date` (the `selection`'s assets, or all),
     one run after another, here."""
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.run_ownership import RunOwner
+    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.run_ownership import RunOwner
 
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
@@ -243,7 +243,7 @@ class UsageError(Exception):
 
 def check_partition_date(day: str) -> None:
     """Raise `UsageError` unless `day` is one of the date partitions (start date to today)."""
-    from rag_eval_pipeline.partitions import date_partitions
+    from rag_eval_pipeline.defs.partitions import date_partitions
 
     days = date_partitions.get_partition_keys()
     if day not in days:
@@ -273,8 +273,8 @@ def _print_summary(
 ) -> list[str]:
     """Print each partition's regression alerts and failed checks; return the partitions a CI
     gate fails on (an alert or an ERROR check)."""
-    from rag_eval_pipeline.evaluation.store import WarehouseStore
-    from rag_eval_pipeline.run_summary import partition_summary
+    from rag_eval_pipeline.defs.run_summary import partition_summary
+    from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
     gated = []
@@ -301,11 +301,11 @@ def _fingerprint_tags(
     from dagster import DagsterRunStatus, RunsFilter
     from upath import UPath
 
-    from rag_eval_pipeline.assets.report import evaluation_report, report_path
-    from rag_eval_pipeline.evaluation.store import WarehouseStore
-    from rag_eval_pipeline.partitions import evaluation_partition_key
-    from rag_eval_pipeline.resources import DatasetsResource
-    from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
+    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+    from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
+    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
+    from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     key = evaluation_partition_key(version, args.date)
     fingerprint = partition_fingerprint(
@@ -354,7 +354,7 @@ def _launch_backfill(
     them, at most `max_concurrent_runs` at a time."""
     from dagster import RunsFilter
 
-    from rag_eval_pipeline.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
 
     keys = backfill_partition_keys(versions, args.from_date, args.to_date)
     command = [
@@ -390,7 +390,7 @@ def _launch_backfill(
 def cmd_scorecard(args: argparse.Namespace) -> int:
     """Print the scorecard of one or more versions on a date, as a table or JSON."""
     from rag_eval_pipeline.datasets.versions import scan_versions
-    from rag_eval_pipeline.evaluation.store import WarehouseStore
+    from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
     versions = args.dataset_version or scan_versions(DATASETS_DIR).valid
@@ -407,7 +407,7 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         return 1
     scorecard = pd.concat(present, ignore_index=True)
     if args.format == "table" and not args.all:
-        from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
+        from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 
         shown = scorecard["band"].notna() | scorecard["metric"].isin(HEADLINE_METRICS)
         print(
@@ -458,7 +458,7 @@ def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str
 
 def cmd_alerts(args: argparse.Namespace) -> int:
     """Print the recorded regression alerts, oldest first."""
-    from rag_eval_pipeline.evaluation.store import WarehouseStore
+    from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     alerts = WarehouseStore(WAREHOUSE_URL).read_alerts(args.dataset_version)
     if alerts.empty:

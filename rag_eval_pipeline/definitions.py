@@ -1,29 +1,26 @@
-"""The Dagster code location: every asset, check, resource, job, schedule and sensor."""
+"""The Dagster code location: everything under `rag_eval_pipeline/defs/`, and the resources.
+
+Each tier's folder under `defs/` holds its assets, checks, sensors and schedules (the layout of
+Dagster's `dagster-open-platform`); assets and checks are collected by package, jobs, sensors and
+schedules named here. The resources are those of a default deployment: offline unless the
+environment names models.
+"""
 
 import os
 
-from dagster import Definitions, in_process_executor, load_assets_from_modules
-
-from rag_eval_pipeline.assets import (
-    comparison,
-    dataset,
-    e2e_tier,
-    embedding_tier,
-    generation_tier,
-    judge_tier,
-    regressions,
-    report,
-    retrieval_tier,
-    scorecard,
-    system_retrieval,
-    traffic_tier,
-    ux_tier,
+from dagster import (
+    Definitions,
+    in_process_executor,
+    load_asset_checks_from_package_module,
+    load_assets_from_package_module,
 )
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
-from rag_eval_pipeline.io_managers import ParquetIOManagerResource
-from rag_eval_pipeline.jobs import evaluation_job
-from rag_eval_pipeline.resources import (
+
+from rag_eval_pipeline import defs as tiers
+from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
+from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
+from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.jobs import evaluation_job
+from rag_eval_pipeline.defs.resources import (
     AlertsResource,
     BaselineResource,
     DatasetsResource,
@@ -33,9 +30,9 @@ from rag_eval_pipeline.resources import (
     ResultCacheResource,
     WarehouseResource,
 )
-from rag_eval_pipeline.run_ownership import dead_owner_run_sensor
-from rag_eval_pipeline.schedules import daily_evaluation_schedule
-from rag_eval_pipeline.sensors import dataset_version_sensor, regression_alert_sensor
+from rag_eval_pipeline.defs.run_ownership import dead_owner_run_sensor
+from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
 from rag_eval_pipeline.settings import (
     EMBEDDER_MODEL_ENV,
     GENERATOR_API_BASE_ENV,
@@ -44,22 +41,6 @@ from rag_eval_pipeline.settings import (
     JUDGE_MODEL_ENV,
     OFFLINE_MODEL,
 )
-
-TIER_MODULES = [
-    dataset,
-    embedding_tier,
-    retrieval_tier,
-    generation_tier,
-    e2e_tier,
-    system_retrieval,
-    judge_tier,
-    ux_tier,
-    traffic_tier,
-    scorecard,
-    regressions,
-    report,
-    comparison,
-]
 
 
 def default_resources() -> dict[str, object]:
@@ -95,7 +76,8 @@ def default_resources() -> dict[str, object]:
     }
 
 
-ALL_ASSETS = load_assets_from_modules(TIER_MODULES)
+ALL_ASSETS = load_assets_from_package_module(tiers)
+ALL_CHECKS = load_asset_checks_from_package_module(tiers)
 
 defs = Definitions(
     assets=ALL_ASSETS,

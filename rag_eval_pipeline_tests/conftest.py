@@ -27,15 +27,15 @@ from dagster import (
 )
 
 from rag_eval_pipeline.definitions import default_resources
-from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.io_managers import ParquetIOManagerResource
-from rag_eval_pipeline.resources import (
+from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.resources import (
     DatasetsResource,
     EmbedderResource,
     LLMResource,
     ResultCacheResource,
     WarehouseResource,
 )
+from rag_eval_pipeline.embedding.embedder import Embedder
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
@@ -88,7 +88,7 @@ def materialize_demo_assets(
     """Materialize the assets called `names` (and `checks`) for demo-v1 on 2026-11-20 on
     `instance`, with `evaluation_resources` plus `resources`."""
     from rag_eval_pipeline.definitions import ALL_ASSETS
-    from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 
     instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
     return materialize(

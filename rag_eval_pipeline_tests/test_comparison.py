@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance, materialize
 
-from rag_eval_pipeline.assets.comparison import ComparisonConfig, system_comparison
-from rag_eval_pipeline.assets.dataset import golden_dataset
+from rag_eval_pipeline.defs.comparison.assets import ComparisonConfig, system_comparison
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.comparison import (
     BETTER,
@@ -21,8 +22,7 @@ from rag_eval_pipeline.evaluation.comparison import (
     parse_plan,
     score_answers,
 )
-from rag_eval_pipeline.judging.offline import OfflineGenerator, OfflineJudge
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.judges.offline import OfflineGenerator, OfflineJudge
 from rag_eval_pipeline.settings import PROJECT_ROOT
 from rag_eval_pipeline.systems.variants import RagVariant
 from rag_eval_pipeline_tests.conftest import evaluation_resources

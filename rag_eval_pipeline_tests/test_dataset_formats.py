@@ -15,18 +15,17 @@ import pytest
 import pytrec_eval
 from dagster import DagsterInstance, SensorResult, build_sensor_context, materialize
 
-from rag_eval_pipeline.checks import ALL_CHECKS
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.formats import derived_query_ids, text_id
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
+from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import ideal_contexts
 from rag_eval_pipeline.evaluation.retrieval import evaluate_runs, logged_runs, real_user_run
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import DatasetsResource
-from rag_eval_pipeline.sensors import dataset_version_sensor
 from rag_eval_pipeline_tests.conftest import evaluation_resources, rag_eval, report_config
 
 # The layout of trec_eval's test/qrels.rel_level: `qid iter docno rel`, grades -1 to 4.

@@ -44,28 +44,25 @@ from dagster import (
 )
 from upath import UPath
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.generation_tier import (
+from rag_eval_pipeline.datasets.errors import InvalidVersionName
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource, LLMResource
+from rag_eval_pipeline.defs.tier2_generation.assets import (
     generation_judgments,
     generation_quality,
     ideal_context_generations,
 )
-from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import REFERENCE_FREE
-from rag_eval_pipeline.io_managers import (
-    ParquetIOManager,
-    ParquetIOManagerResource,
-    write_tables_atomically,
-)
-from rag_eval_pipeline.judging.judge import as_chunks
-from rag_eval_pipeline.judging.prompts import (
+from rag_eval_pipeline.judges.judge import as_chunks
+from rag_eval_pipeline.judges.prompts import (
     answer_relevance_prompt,
     answer_relevance_ragas_prompt,
     faithfulness_prompt,
 )
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import DatasetsResource, LLMResource
+from rag_eval_pipeline.storage.parquet import write_tables_atomically
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, evaluation_resources
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest, _Server
 
@@ -649,7 +646,7 @@ def test_io_manager_partition_paths_stay_inside_the_base(partition: str, tmp_pat
 
 
 def _probe_asset() -> Any:
-    from rag_eval_pipeline.partitions import evaluation_partitions
+    from rag_eval_pipeline.defs.partitions import evaluation_partitions
 
     @asset(partitions_def=evaluation_partitions, name="probe")
     def probe() -> pd.DataFrame:
@@ -726,8 +723,8 @@ def test_ragas_answer_relevance_stays_in_the_unit_interval_for_off_topic_questio
     embedder: Embedder,
 ) -> None:
     """The judge contract: `score` is in [0, 1]; a cosine can be negative."""
-    from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-    from rag_eval_pipeline.judging.judge import LLMJudge
+    from rag_eval_pipeline.judges.judge import LLMJudge
+    from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
     from rag_eval_pipeline_tests.openai_server import run_openai_server
 
     off_topic = json.dumps({"questions": ["Which planet is largest?"], "noncommittal": False})

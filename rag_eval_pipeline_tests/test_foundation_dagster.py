@@ -14,15 +14,14 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.definitions import ALL_ASSETS, defs
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, defs
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
+from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import DatasetsResource
-from rag_eval_pipeline.schedules import daily_evaluation_schedule
-from rag_eval_pipeline.sensors import dataset_version_sensor
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config
 
 

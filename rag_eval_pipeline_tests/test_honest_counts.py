@@ -7,8 +7,8 @@ from typing import Any
 
 from dagster import DagsterInstance
 
+from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.resources import LLMResource
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 

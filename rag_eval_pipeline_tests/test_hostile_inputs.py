@@ -28,18 +28,18 @@ from rouge_score.rouge_scorer import _lcs_table
 from safetensors.torch import load_file, save_file
 
 from rag_eval_pipeline.cli import main
+from rag_eval_pipeline.defs.metadata import markdown_table
+from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.evaluation.regression import detect_regressions
-from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.io_managers import write_parquet_atomically
-from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-from rag_eval_pipeline.judging.judge import LLMJudge
-from rag_eval_pipeline.judging.offline import MAX_SENTENCES, LLMGenerator, OfflineJudge
-from rag_eval_pipeline.judging.prompts import MAX_PROMPT_CHARS
-from rag_eval_pipeline.metadata import markdown_table
+from rag_eval_pipeline.judges.judge import LLMJudge
+from rag_eval_pipeline.judges.offline import MAX_SENTENCES, LLMGenerator, OfflineJudge
+from rag_eval_pipeline.judges.prompts import MAX_PROMPT_CHARS
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
-from rag_eval_pipeline.resources import AlertsResource
-from rag_eval_pipeline.run_fingerprint import partition_fingerprint
+from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+from rag_eval_pipeline.storage.run_fingerprint import partition_fingerprint
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
@@ -343,7 +343,7 @@ def test_log_records_of_litellm_and_httpx_are_redacted(
     config = LLMConfig(model="openai/test-judge", api_base=server.base_url, max_retries=0)
     LLMClient(config).complete([{"role": "user", "content": "hello"}])
     caplog.set_level(logging.DEBUG)
-    for name in ("LiteLLM", "httpx", "rag_eval_pipeline.judging.client"):
+    for name in ("LiteLLM", "httpx", "rag_eval_pipeline.llm.client"):
         logging.getLogger(name).warning("header Authorization: Bearer %s", key)
         logging.getLogger(name).warning("bad format %d", key)
     assert key not in caplog.text

@@ -15,24 +15,23 @@ from dagster import (
 )
 from upath import UPath
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
-from rag_eval_pipeline.assets.retrieval_tier import (
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import WarehouseResource
+from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
+from rag_eval_pipeline.defs.tier1_retrieval.assets import (
     retrieval_metrics,
     retrieval_quality,
     retrieval_runs,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.io_managers import (
+from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
-    ParquetIOManager,
-    ParquetIOManagerResource,
     escape_partition_path,
     write_parquet_atomically,
     write_tables_atomically,
 )
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import WarehouseResource
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 
 

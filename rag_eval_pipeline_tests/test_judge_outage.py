@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance
 
-from rag_eval_pipeline.checks import judge_error_rate_check
+from rag_eval_pipeline.defs.judge_checks import judge_error_rate_check
+from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.resources import LLMResource
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
@@ -27,7 +27,7 @@ def test_breaker_opens_after_consecutive_failures_and_stops_calling(
 ) -> None:
     with run_openai_server(faults=["500"] * 1000) as server:
         client = make_client(server, max_concurrency=4, max_retries=3, breaker_failures=5)
-        with caplog.at_level(logging.WARNING, logger="rag_eval_pipeline.judging.client"):
+        with caplog.at_level(logging.WARNING, logger="rag_eval_pipeline.llm.client"):
             replies = client.complete_many([ask(f"q{i}") for i in range(100)])
     assert all(reply.error for reply in replies)
     # Attempts already in flight when the breaker opened still land: at most one per slot.

@@ -11,8 +11,8 @@ import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.judging import reliability_values, repeated_judgments
-from rag_eval_pipeline.judging.client import LLMClient, LLMConfig
-from rag_eval_pipeline.judging.judge import LLMJudge
+from rag_eval_pipeline.judges.judge import LLMJudge
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 ROWS = pd.DataFrame(

@@ -21,8 +21,8 @@ from typing import Any
 import litellm
 import pytest
 
-from rag_eval_pipeline.judging.cache import CACHE_FILENAME, ReplyCache
-from rag_eval_pipeline.judging.client import (
+from rag_eval_pipeline.llm.cache import CACHE_FILENAME, ReplyCache
+from rag_eval_pipeline.llm.client import (
     MAX_BACKOFF_S,
     LLMClient,
     LLMConfig,
@@ -222,7 +222,7 @@ def test_cache_file_is_shared_safely_by_concurrent_processes(tmp_path: Path) -> 
     writer = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from rag_eval_pipeline.judging.cache import CachedReply, ReplyCache\n"
+        "from rag_eval_pipeline.llm.cache import CachedReply, ReplyCache\n"
         "cache = ReplyCache(Path(sys.argv[1]))\n"
         "for i in range(300):\n"
         "    cache.put(f'key-{i}', CachedReply(sys.argv[2], 1, 2, 0.5, 9.0), model='m')\n"

@@ -14,21 +14,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.judging.client import LLMReply
-from rag_eval_pipeline.judging.judge import (
+from rag_eval_pipeline.judges.judge import (
     COMMON_COLUMNS,
     DETAIL_COLUMNS,
     LLMJudge,
     judgment_frame,
 )
-from rag_eval_pipeline.judging.offline import GENERATION_COLUMNS, LLMGenerator
-from rag_eval_pipeline.judging.prompts import (
+from rag_eval_pipeline.judges.offline import GENERATION_COLUMNS, LLMGenerator
+from rag_eval_pipeline.judges.prompts import (
     NO_CONTEXT_ANSWER,
     PROMPT_VERSION,
     PROMPTS,
     context_precision_prompt,
     faithfulness_prompt,
 )
+from rag_eval_pipeline.llm.client import LLMReply
 
 MODEL = "openai/fake-judge"
 

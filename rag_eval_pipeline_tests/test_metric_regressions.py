@@ -20,9 +20,10 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline.alerting import alert_lines
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
+from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.item_scores import empty_items
 from rag_eval_pipeline.evaluation.regression import (
@@ -30,9 +31,7 @@ from rag_eval_pipeline.evaluation.regression import (
     RegressionRule,
     compare_partitions,
 )
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import AlertsResource, DatasetsResource, WarehouseResource
-from rag_eval_pipeline.sensors import regression_alert_sensor
+from rag_eval_pipeline.reporting.alerting import alert_lines
 from rag_eval_pipeline_tests.conftest import (
     SHIPPED_STORAGE,
     evaluation_resources,

@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.result_cache import ResultCache
-from rag_eval_pipeline.judging.judge import COMMON_COLUMNS, DETAIL_COLUMNS
-from rag_eval_pipeline.judging.offline import (
+from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, DETAIL_COLUMNS
+from rag_eval_pipeline.judges.offline import (
     GENERATION_COLUMNS,
     OFFLINE_GENERATOR_MODEL,
     OFFLINE_JUDGE_MODEL,
@@ -22,7 +21,8 @@ from rag_eval_pipeline.judging.offline import (
     split_sentences,
     token_f1,
 )
-from rag_eval_pipeline.judging.prompts import NO_CONTEXT_ANSWER
+from rag_eval_pipeline.judges.prompts import NO_CONTEXT_ANSWER
+from rag_eval_pipeline.storage.result_cache import ResultCache
 
 QUESTION = "Where is the Eiffel Tower and when was it completed?"
 CONTEXT = [

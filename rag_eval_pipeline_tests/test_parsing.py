@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval_pipeline.judging.parsing import ReplyParseError, parse_json_object, parse_score
+from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object, parse_score
 
 JSON_CASES: list[tuple[str, dict[str, Any]]] = [
     ('{"score": 0.8, "reason": "ok"}', {"score": 0.8, "reason": "ok"}),

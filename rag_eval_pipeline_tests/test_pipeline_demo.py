@@ -22,18 +22,17 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.definitions import ALL_ASSETS
-from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import (
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import (
     AlertsResource,
     BaselineResource,
     RagSystemResource,
     WarehouseResource,
 )
-from rag_eval_pipeline.sensors import regression_alert_sensor
+from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     SHIPPED_STORAGE,

@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 from dagster import DagsterInstance
 
-from rag_eval_pipeline.checks import judge_error_rate_check
+from rag_eval_pipeline.defs.judge_checks import judge_error_rate_check
+from rag_eval_pipeline.defs.resources import RagSystemResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import judge_answers, refusal_scores
-from rag_eval_pipeline.judging.judge import LLMJudge
-from rag_eval_pipeline.resources import RagSystemResource
+from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import make_client

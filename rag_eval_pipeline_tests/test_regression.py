@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.alerting import alert_payload, post_json
+from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.evaluation.alerts import new_alerts
 from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, band, build_scorecard
-from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.io_managers import write_parquet_atomically
-from rag_eval_pipeline.resources import AlertsResource
+from rag_eval_pipeline.reporting.alerting import alert_payload, post_json
+from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 
 def quality(

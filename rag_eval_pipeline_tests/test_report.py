@@ -11,8 +11,15 @@ import pandas as pd
 import pytest
 from dagster import AssetSpec, DagsterInstance, materialize
 
-from rag_eval_pipeline.assets.report import ReportConfig, evaluation_report
-from rag_eval_pipeline.assets.scorecard import HEADLINE_METRICS
+from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.partitions import (
+    DATASET_VERSION,
+    evaluation_partition_key,
+    evaluation_partitions,
+)
+from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
+from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
+from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.item_scores import empty_items
 from rag_eval_pipeline.evaluation.regression import (
     PartitionScores,
@@ -20,16 +27,10 @@ from rag_eval_pipeline.evaluation.regression import (
     compare_partitions,
 )
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
-from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.io_managers import ParquetIOManagerResource, write_parquet_atomically
-from rag_eval_pipeline.partitions import (
-    DATASET_VERSION,
-    evaluation_partition_key,
-    evaluation_partitions,
-)
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import format_change, format_value, nice_ticks
-from rag_eval_pipeline.resources import BaselineResource, WarehouseResource
+from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 SVG = "{http://www.w3.org/2000/svg}"
 D1, D2, D3 = "2026-11-19", "2026-11-20", "2026-11-21"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.result_cache import ResultCache, frame_digest, result_key
+from rag_eval_pipeline.storage.result_cache import ResultCache, frame_digest, result_key
 
 FRAME = pd.DataFrame({"query_id": ["q1", "q2"], "score": [0.25, 1.0]})
 

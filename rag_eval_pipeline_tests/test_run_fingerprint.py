@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from upath import UPath
 
-from rag_eval_pipeline.evaluation.store import WarehouseStore
-from rag_eval_pipeline.io_managers import write_parquet_atomically
-from rag_eval_pipeline.run_fingerprint import outputs_present, partition_fingerprint
+from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval
 
 VERSION = "demo-v1"

@@ -35,7 +35,7 @@ from filelock import FileLock
 
 from rag_eval_pipeline.cli import build_parser, main
 from rag_eval_pipeline.definitions import defs
-from rag_eval_pipeline.run_ownership import (
+from rag_eval_pipeline.defs.run_ownership import (
     RunOwner,
     dead_owner_run_sensor,
     fail_runs_of_dead_owners,

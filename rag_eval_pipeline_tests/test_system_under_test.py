@@ -14,17 +14,17 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance, materialize
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.e2e_tier import e2e_generations
-from rag_eval_pipeline.assets.embedding_tier import corpus_embeddings
-from rag_eval_pipeline.assets.system_retrieval import (
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import RagSystemResource
+from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
+from rag_eval_pipeline.defs.tier1_retrieval.system_under_test import (
     system_retrieval_metrics,
     system_retrieval_quality,
 )
+from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import RagSystemResource
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources
 from rag_eval_pipeline_tests.test_retrieval_metrics import (
     CHECKED_METRICS,

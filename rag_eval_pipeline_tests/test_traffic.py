@@ -12,15 +12,17 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance, materialize
 
-from rag_eval_pipeline.assets.dataset import golden_dataset
-from rag_eval_pipeline.assets.traffic_tier import (
+from rag_eval_pipeline.datasets.errors import DatasetError
+from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.definitions import ALL_CHECKS
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.traffic.assets import (
     traffic_judgments,
     traffic_metrics,
     traffic_quality,
 )
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.datasets.errors import DatasetError
-from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.traffic import judged_sample
 from rag_eval_pipeline.metrics.traffic import (
@@ -29,8 +31,6 @@ from rag_eval_pipeline.metrics.traffic import (
     satisfaction_scores,
     token_costs,
 )
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.resources import DatasetsResource
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 
 VERSION = "traffic-v1"

@@ -26,10 +26,9 @@ import pytest
 import yaml
 from dagster import AssetSelection, DagsterInstance, materialize
 
-from rag_eval_pipeline.checks import ALL_CHECKS
-from rag_eval_pipeline.definitions import ALL_ASSETS
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline_tests.conftest import (
     PROJECT_ROOT,
     SHIPPED_INSTANCE_CONFIG,

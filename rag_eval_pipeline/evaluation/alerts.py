@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.store import WarehouseStore
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 
 def new_alerts(store: WarehouseStore, version: str, regressions: pd.DataFrame) -> pd.DataFrame:

@@ -43,8 +43,8 @@ from rag_eval_pipeline.evaluation.generation import (
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
-from rag_eval_pipeline.judging.judge import Judge
-from rag_eval_pipeline.judging.offline import Generator
+from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.offline import Generator
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired

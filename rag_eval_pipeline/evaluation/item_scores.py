@@ -8,7 +8,7 @@ reads every asset named there, today's as inputs and the baseline's from the war
 
 To let a new tier's metrics be tested item by item, write its per-item table as an asset,
 add `"<asset name>": <function turning it into this layout>` to `ITEM_SOURCES`, and add the
-asset as an input of `metric_regressions` (`rag_eval_pipeline/assets/regressions.py`).
+asset as an input of `metric_regressions` (`rag_eval_pipeline/defs/scorecard/regressions.py`).
 Metrics without per-item scores are judged by the effect rule alone; so are the traffic
 tier's, whose items (the day's interactions) differ from one day to the next and cannot be
 paired.

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.evaluation.generation import judge_answers
-from rag_eval_pipeline.judging.judge import Judge
-from rag_eval_pipeline.judging.show_judge import ShowJudge
+from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.show_judge import ShowJudge
 from rag_eval_pipeline.metrics.agreement import agreement_table, bin_scores
 from rag_eval_pipeline.metrics.classification import binary_classification_metrics
 from rag_eval_pipeline.metrics.reliability import repeat_consistency

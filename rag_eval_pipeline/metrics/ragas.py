@@ -1,6 +1,6 @@
 """RAGAS metric formulas as pure math over judge verdicts and embeddings (no LLM calls here).
 
-The judges (`rag_eval_pipeline.judging`) turn replies or heuristics into verdicts; these functions
+The judges (`rag_eval_pipeline.judges`) turn replies or heuristics into verdicts; these functions
 turn verdicts into scores, exactly as the RAGAS documentation defines them
 (https://docs.ragas.io/en/stable/concepts/metrics/available_metrics/):
 

@@ -29,10 +29,10 @@ from datetime import datetime
 
 import pandas as pd
 
-from rag_eval_pipeline.escaping import html_text
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
-from rag_eval_pipeline.evaluation.store import SCORECARD_ASSET, Baseline, WarehouseStore
+from rag_eval_pipeline.reporting.escaping import html_text
+from rag_eval_pipeline.storage.warehouse import SCORECARD_ASSET, Baseline, WarehouseStore
 
 DATASET_TIER = "dataset"
 # The tiers whose system is a model name (see the tier assets), shown in the header.

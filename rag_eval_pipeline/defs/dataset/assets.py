@@ -1,0 +1,45 @@
+"""The `golden_dataset` asset: one dataset version's validated tables, snapshotted per date."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, asset
+
+from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.defs.metadata import markdown_table
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.resources import DatasetsResource
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="0_dataset",
+    kinds={"pandas", "parquet"},
+    description=(
+        "The dataset version's corpus, queries, qrels, runs, logs and judge labels, validated "
+        "(file, row and column named on any error) and frozen for the date."
+    ),
+)
+def golden_dataset(
+    context: AssetExecutionContext, datasets: DatasetsResource
+) -> dict[str, pd.DataFrame]:
+    version, _ = partition_parts(context)
+    dataset = datasets.load(version)
+    stats = dataset.statistics()
+    manifest = dataset.manifest
+    context.add_output_metadata(
+        {
+            **{name: MetadataValue.int(value) for name, value in stats.items()},
+            "relevance_level": MetadataValue.int(manifest.relevance_level),
+            "system": MetadataValue.text(manifest.system or "from RAG_EVAL_SYSTEM"),
+            "language": MetadataValue.text(manifest.language or "unspecified"),
+            "tables": MetadataValue.md(
+                markdown_table(pd.DataFrame({"table": list(stats), "rows": list(stats.values())}))
+            ),
+        }
+    )
+    return dataset.stored_tables()
+
+
+def as_dataset(context: AssetExecutionContext, tables: dict[str, pd.DataFrame]) -> GoldenDataset:
+    """The `GoldenDataset` of the partition being materialized, from the stored tables."""
+    version, _ = partition_parts(context)
+    return GoldenDataset.from_tables(version, tables)

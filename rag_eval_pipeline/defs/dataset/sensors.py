@@ -1,0 +1,78 @@
+"""The dataset-version sensor: registers every valid version folder and evaluates new ones."""
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from rag_eval_pipeline.datasets.versions import folder_signature
+from rag_eval_pipeline.defs.jobs import evaluation_job
+from rag_eval_pipeline.defs.partitions import (
+    DATASET_VERSION,
+    dataset_version_partitions,
+    evaluation_partition_key,
+)
+from rag_eval_pipeline.defs.resources import DatasetsResource
+
+
+def today() -> str:
+    """Today's date partition key (UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+@sensor(
+    job=evaluation_job,
+    minimum_interval_seconds=60,
+    default_status=DefaultSensorStatus.RUNNING,
+    description=(
+        "Validates every new folder under data/datasets/ (all its tables), registers the valid "
+        "ones as dataset_version partitions and requests today's evaluation for them; invalid "
+        "folders are reported in the skip reason and log, not registered, and validated again "
+        "only once their files change."
+    ),
+)
+def dataset_version_sensor(
+    context: SensorEvaluationContext, datasets: DatasetsResource
+) -> SensorResult | SkipReason:
+    scan = datasets.scan()
+    registered = set(context.instance.get_dynamic_partitions(DATASET_VERSION))
+    rejected_before: dict[str, list[str]] = json.loads(context.cursor) if context.cursor else {}
+    rejected: dict[str, list[str]] = {}
+    new_versions = []
+    for version in (v for v in scan.valid if v not in registered):
+        signature = folder_signature(Path(datasets.root) / version)
+        before = rejected_before.get(version)
+        problem = before[1] if before and before[0] == signature else datasets.problem(version)
+        if problem is None:
+            new_versions.append(version)
+        else:
+            rejected[version] = [signature, problem]
+    context.update_cursor(json.dumps(rejected, sort_keys=True))
+    invalid = {**scan.invalid, **{name: reason for name, (_, reason) in rejected.items()}}
+    for name, reason in invalid.items():
+        context.log.warning(f"Dataset folder {name!r} not registered: {reason}")
+    if not new_versions:
+        reasons = "; ".join(f"{name!r}: {reason}" for name, reason in invalid.items())
+        return SkipReason(
+            "No new dataset versions." + (f" Rejected folders: {reasons}" if reasons else "")
+        )
+    day = today()
+    return SensorResult(
+        run_requests=[
+            RunRequest(
+                run_key=f"{version}|{day}",
+                partition_key=evaluation_partition_key(version, day),
+                tags={"rag_eval/trigger": "new_dataset_version"},
+            )
+            for version in new_versions
+        ],
+        dynamic_partitions_requests=[dataset_version_partitions.build_add_request(new_versions)],
+    )

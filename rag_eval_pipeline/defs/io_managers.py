@@ -1,0 +1,84 @@
+"""Parquet IO manager: `<base>/<asset>/<dataset_version>/<date>.parquet`, written atomically.
+
+Built on Dagster's `UPathIOManager`, so the base may be a local folder or any fsspec URL
+(`s3://`, `gs://`, `memory://`). A DataFrame is one Parquet file; a mapping of DataFrames (the
+golden dataset's tables) is a folder `<date>/` with one `<table>.parquet` each. The writes are
+`rag_eval_pipeline.storage.parquet`'s atomic ones (Dagster's base class opens the target for
+writing and truncates it).
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+from dagster import (
+    ConfigurableIOManagerFactory,
+    InputContext,
+    MetadataValue,
+    OutputContext,
+    UPathIOManager,
+)
+from pydantic import Field
+from upath import UPath
+
+from rag_eval_pipeline.settings import WAREHOUSE_URL
+from rag_eval_pipeline.storage.parquet import (
+    MissingPartitionError,
+    escape_partition_path,
+    read_parquet,
+    read_tables,
+    write_parquet_atomically,
+    write_tables_atomically,
+)
+
+
+class ParquetIOManager(UPathIOManager):
+    """Stores DataFrames (and mappings of them) as Parquet under a UPath base."""
+
+    extension: str = ".parquet"
+
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        """Escape a leading `/` and `..` segments: partition keys never climb out of the base."""
+        return base_path / escape_partition_path(partition)
+
+    def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
+        if isinstance(obj, pd.DataFrame):
+            write_parquet_atomically(obj, path)
+        elif isinstance(obj, Mapping):
+            write_tables_atomically(obj, path.with_suffix(""))
+        else:
+            raise TypeError(
+                f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or "
+                f"mappings of DataFrames, got {type(obj).__name__}"
+            )
+
+    def load_from_path(self, context: InputContext, path: UPath) -> Any:
+        if path.exists():
+            return read_parquet(path)
+        folder = path.with_suffix("")
+        if folder.exists():
+            return read_tables(folder)
+        asset = context.asset_key.to_user_string() if context.has_asset_key else "input"
+        raise MissingPartitionError(
+            f"No stored data for '{asset}' at {path}: materialize that asset for this partition "
+            "first (e.g. `rag-eval run` or select it in the Dagster UI)."
+        )
+
+    def has_output(self, context: OutputContext) -> bool:
+        path = self._get_path(context)
+        return self.path_exists(path) or self.path_exists(path.with_suffix(""))
+
+    def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
+        if isinstance(obj, pd.DataFrame):
+            return {"dagster/row_count": MetadataValue.int(len(obj))}
+        return {}
+
+
+class ParquetIOManagerResource(ConfigurableIOManagerFactory):
+    """Configurable Parquet storage: `base_path` is a local folder or any fsspec URL."""
+
+    base_path: str = WAREHOUSE_URL
+    storage_options: dict[str, Any] = Field(default_factory=dict)
+
+    def create_io_manager(self, context: Any) -> ParquetIOManager:
+        return ParquetIOManager(base_path=UPath(self.base_path, **self.storage_options))

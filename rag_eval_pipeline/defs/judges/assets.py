@@ -1,0 +1,185 @@
+"""Judging the judges: reliability on repeated judgments, agreement with humans, show/hide."""
+
+from pathlib import Path
+
+import pandas as pd
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from pydantic import Field
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.report.assets import write_text_atomically
+from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.evaluation.judging import (
+    agreement_values,
+    human_agreement,
+    reliability_values,
+    repeated_judgments,
+    show_decisions,
+    show_judge_values,
+)
+from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
+from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values
+from rag_eval_pipeline.settings import REPORTS_DIR
+
+RELIABILITY_TIER = "judge_reliability"
+SHOW_JUDGE_TIER = "show_judge"
+
+
+class JudgeReliabilityConfig(Config):
+    """Which Tier 2 rows are re-judged, how often, and the consistency tolerance δ."""
+
+    repetitions: int = 2
+    delta: float = 0.5
+    sample_size: int | None = None
+    metrics: list[str] = Field(default_factory=lambda: ["faithfulness", "answer_relevance"])
+    seed: int = 0
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="5_judges",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Re-judges Tier 2 answers (cache bypassed) to measure the judge's consistency "
+        "(share of items whose repeated scores differ by at most δ), error rate and latency; "
+        "and its agreement with human raters (Cohen's kappa, weighted kappa, Spearman)."
+    ),
+)
+def judge_reliability(
+    context: AssetExecutionContext,
+    config: JudgeReliabilityConfig,
+    golden_dataset: dict[str, pd.DataFrame],
+    ideal_context_generations: pd.DataFrame,
+    embedder: EmbedderResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    if ideal_context_generations.empty:
+        return skipped(context, "no Tier 2 answers to re-judge", empty_quality())
+    dataset = as_dataset(context, golden_dataset)
+    judge, client = judge_llm.judge(embedder.get())
+    sample = ideal_context_generations
+    if config.sample_size is not None and config.sample_size < len(sample):
+        sample = sample.sample(n=config.sample_size, random_state=config.seed)
+    repeats = repeated_judgments(sample, judge, config.metrics, config.repetitions)
+    values = reliability_values(repeats, config.delta)
+    metadata = {}
+    parts = [single_values(values, RELIABILITY_TIER, judge.judge_model, count=len(sample))]
+    if dataset.judge_labels is not None:
+        agreement = human_agreement(dataset.judge_labels, judge)
+        metadata["human_agreement"] = MetadataValue.md(markdown_table(agreement))
+        # each agreement row counts the labels both raters scored, not the re-judged sample
+        parts.extend(
+            single_values(pair_values, RELIABILITY_TIER, judge.judge_model, count=n_labels)
+            for n_labels, pair_values in agreement_values(agreement)
+        )
+    quality = pd.concat(parts, ignore_index=True)
+    context.add_output_metadata(
+        {
+            **summary_metadata(quality),
+            **metadata,
+            "repetitions": MetadataValue.int(config.repetitions),
+            "delta": MetadataValue.float(config.delta),
+            **llm_usage_metadata("judge", judge.judge_model, client),
+        }
+    )
+    return quality
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="5_judges",
+    kinds={"pandas", "parquet"},
+    description=(
+        "The production show/hide judge against human `ground_truth_show` labels: accuracy, "
+        "precision, recall and F1 of the 'Yes' class, confusion matrix, errors, latency."
+    ),
+)
+def show_judge_quality(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    embedder: EmbedderResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    labels = dataset.judge_labels
+    if labels is None or "ground_truth_show" not in labels.columns:
+        return skipped(
+            context,
+            "this dataset version has no judge_labels with ground_truth_show",
+            empty_quality(),
+        )
+    show_judge, client = judge_llm.show_judge(embedder.get())
+    decisions = show_decisions(labels, show_judge)
+    values = show_judge_values(decisions)
+    model = str(decisions["judge_model"].iloc[0]) if len(decisions) else judge_llm.model
+    headline = {
+        k: values[k]
+        for k in ("accuracy", "precision", "recall", "f1_score", "error_rate", "avg_latency_ms")
+    }
+    quality = single_values(
+        headline,
+        SHOW_JUDGE_TIER,
+        model,
+        count=int(values["n_scored"]),
+        n_errors=int(values["n_errors"]),
+        error_rate=float(values["error_rate"]),
+    )
+    confusion = pd.DataFrame(
+        {
+            "": ["human: show", "human: hide"],
+            "judge: show": [values["tp"], values["fp"]],
+            "judge: hide": [values["fn"], values["tn"]],
+        }
+    )
+    context.add_output_metadata(
+        {
+            **summary_metadata(quality),
+            "confusion_matrix": MetadataValue.md(markdown_table(confusion)),
+            "n_errors": MetadataValue.int(int(values["n_errors"])),
+            **llm_usage_metadata("judge", model, client),
+        }
+    )
+    return quality
+
+
+class RaterExportConfig(Config):
+    """How many of the day's answers go to the raters, the seed, who rates, and where the CSV
+    is written (`<exports_dir>/<dataset_version>/<date>.csv`)."""
+
+    sample_size: int = 20
+    seed: int = 0
+    raters: list[str] = Field(default_factory=lambda: ["rater_a", "rater_b"])
+    exports_dir: str = str(REPORTS_DIR / "rater_tasks")
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="5_judges",
+    kinds={"pandas", "csv"},
+    description=(
+        "A seeded sample of the day's end-to-end answers (question, retrieved contexts, "
+        "answer) as a CSV for human raters, with empty human_<criterion>_<rater> columns: "
+        "filled in, it is the next judge_labels file."
+    ),
+)
+def rater_export(
+    context: AssetExecutionContext, config: RaterExportConfig, e2e_generations: pd.DataFrame
+) -> pd.DataFrame:
+    version, day = partition_parts(context)
+    if e2e_generations.empty:
+        return skipped(context, "no end-to-end answers to rate", pd.DataFrame(columns=["label_id"]))
+    tasks = rater_tasks(e2e_generations, config.sample_size, config.seed, config.raters, day)
+    path = Path(config.exports_dir) / version / f"{day}.csv"
+    write_text_atomically(tasks.drop(columns=["system", "query_id"]).to_csv(index=False), path)
+    context.add_output_metadata(
+        {
+            "n_tasks": MetadataValue.int(len(tasks)),
+            "csv_path": MetadataValue.path(str(path)),
+            "raters": MetadataValue.text(", ".join(config.raters)),
+        }
+    )
+    return tasks

@@ -1,0 +1,52 @@
+"""Dagster metadata for metric assets: headline floats the UI plots, and a markdown table."""
+
+import math
+from collections.abc import Collection, Mapping
+
+import pandas as pd
+from dagster import MetadataValue
+
+from rag_eval_pipeline.reporting.escaping import markdown_cell
+
+
+def _format(value: object) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4f}"
+    return markdown_cell(value)
+
+
+def markdown_table(frame: pd.DataFrame, max_rows: int = 60) -> str:
+    """A GitHub-style markdown table of the first `max_rows` rows.
+
+    Every header and cell goes through `markdown_cell`: a `|`, line break or HTML tag in an id or
+    a system name is shown as text and cannot split, add or shift rows and columns.
+    """
+    if frame.empty:
+        return "_no rows_"
+    shown = frame.head(max_rows)
+    header = "| " + " | ".join(map(markdown_cell, shown.columns)) + " |"
+    rule = "|" + "---|" * len(shown.columns)
+    rows = ["| " + " | ".join(_format(v) for v in row) + " |" for row in shown.itertuples(False)]
+    more = [f"\n_{len(frame) - max_rows} more rows_"] if len(frame) > max_rows else []
+    return "\n".join([header, rule, *rows, *more])
+
+
+def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:
+    """Float metadata per headline metric (NaN kept as NaN so plots show a gap, not a zero)."""
+    return {name: MetadataValue.float(float(value)) for name, value in values.items()}
+
+
+def summary_metadata(
+    summary: pd.DataFrame, plotted: Collection[str] | None = None
+) -> dict[str, object]:
+    """Metadata for a long summary table (`system`, `metric`, `mean`, ...): floats + table.
+
+    Floats are named `<system>/<metric>` (always prefixed, so a plot's history survives a
+    second system appearing); `plotted` limits them to the headline metrics, the table keeps
+    every row.
+    """
+    if summary.empty:
+        return {"summary": MetadataValue.md("_no rows_")}
+    rows = summary if plotted is None else summary[summary["metric"].isin(plotted)]
+    headlines = {f"{row.system}/{row.metric}": float(row.mean) for row in rows.itertuples()}
+    return {**headline_metadata(headlines), "summary": MetadataValue.md(markdown_table(summary))}

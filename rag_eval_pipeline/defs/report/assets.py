@@ -1,0 +1,119 @@
+"""The `evaluation_report` asset: the partition's scorecard as a self-contained HTML page.
+
+The page (see `rag_eval_pipeline.reporting.html_report`) is written atomically to
+`<reports_dir>/<dataset_version>/<date>.html`; the asset's own output is a one-row table
+pointing at it, and its metadata links to the file.
+"""
+
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
+from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
+from rag_eval_pipeline.reporting.escaping import markdown_cell
+from rag_eval_pipeline.reporting.html_report import (
+    DATASET_TIER,
+    collect_report_data,
+    render_report,
+)
+from rag_eval_pipeline.settings import REPORTS_DIR
+
+
+class ReportConfig(Config):
+    """Where the HTML reports are written (one folder per dataset version)."""
+
+    reports_dir: str = str(REPORTS_DIR)
+
+
+def report_path(reports_dir: str | Path, version: str, date: str) -> Path:
+    """`<reports_dir>/<version>/<date>.html` (the version name is validated: no path escape)."""
+    return Path(reports_dir) / version / f"{date}.html"
+
+
+def write_text_atomically(text: str, path: Path) -> None:
+    """Write `text` (UTF-8) so that readers see the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp_name, 0o644)
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="7_scorecard",
+    kinds={"html", "pandas"},
+    description=(
+        "A self-contained HTML report of the partition: scorecard with bands, regressions "
+        "against the baseline, trend charts of the headline metrics with regressions marked, "
+        "and a comparison across dataset versions. Written to <reports_dir>/<version>/<date>.html."
+    ),
+)
+def evaluation_report(
+    context: AssetExecutionContext,
+    config: ReportConfig,
+    evaluation_scorecard: pd.DataFrame,
+    metric_regressions: pd.DataFrame,
+    warehouse: WarehouseResource,
+    baseline: BaselineResource,
+) -> pd.DataFrame:
+    version, day = partition_parts(context)
+    store = warehouse.store()
+    data = collect_report_data(
+        store,
+        version,
+        day,
+        evaluation_scorecard,
+        baseline.select(store, version, day),
+        HEADLINE_METRICS,
+        datetime.now(UTC),
+        metric_regressions,
+    )
+    path = report_path(config.reports_dir, version, day).resolve()
+    write_text_atomically(render_report(data), path)
+    metrics = evaluation_scorecard[evaluation_scorecard["tier"] != DATASET_TIER]
+    n_attention = int((metrics["band"] == NEEDS_ATTENTION).sum())
+    n_regressions = len(data.regressions)
+    against = (
+        f"{markdown_cell(data.baseline.version)} {markdown_cell(data.baseline.date)}"
+        if data.baseline
+        else "no baseline"
+    )
+    context.add_output_metadata(
+        {
+            "report_path": MetadataValue.path(str(path)),
+            "report_url": MetadataValue.url(path.as_uri()),
+            "summary": MetadataValue.md(
+                f"**{markdown_cell(version)} · {day}**: {len(metrics)} metrics, "
+                f"{n_attention} need attention, "
+                f"{n_regressions} regression(s) against {against}. "
+                f"[Open the report]({path.as_uri()})"
+            ),
+            "n_regressions": MetadataValue.int(n_regressions),
+        }
+    )
+    return pd.DataFrame(
+        [
+            {
+                "version": version,
+                "date": day,
+                "path": str(path),
+                "n_regressions": n_regressions,
+                "n_metrics": len(metrics),
+            }
+        ]
+    )

@@ -1,0 +1,252 @@
+"""Dagster resources: where datasets live, the embedder, the judge and generator LLMs, alerts.
+
+Each resource is a thin, configurable wrapper around a library object, so every value can be set
+in run config, the Launchpad or the environment without code changes.
+"""
+
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+from dagster import ConfigurableResource
+
+from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
+from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
+from rag_eval_pipeline.judges.judge import Judge, LLMJudge
+from rag_eval_pipeline.judges.offline import (
+    Generator,
+    LLMGenerator,
+    OfflineGenerator,
+    OfflineJudge,
+)
+from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
+from rag_eval_pipeline.settings import (
+    CACHE_DIR,
+    DATASETS_DIR,
+    MAX_FILE_MB,
+    MAX_TEXT_CHARS,
+    OFFLINE_MODEL,
+    WAREHOUSE_URL,
+)
+from rag_eval_pipeline.storage.result_cache import ResultCache
+from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
+
+
+class DatasetsResource(ConfigurableResource):
+    """The folder holding one sub-folder per dataset version, and the largest file (MiB) and
+    text field (characters) a version may hold."""
+
+    root: str = str(DATASETS_DIR)
+    max_file_mb: int = MAX_FILE_MB
+    max_text_chars: int = MAX_TEXT_CHARS
+
+    def scan(self) -> VersionScan:
+        """Valid version folders and the reasons others were rejected."""
+        return scan_versions(Path(self.root))
+
+    def load(self, version: str) -> GoldenDataset:
+        """Read and validate one version (raises `DatasetError` naming file, row, column)."""
+        limits = DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
+        return load_dataset(version_dir(Path(self.root), version), version, limits)
+
+    def problem(self, version: str) -> str | None:
+        """Why `version` cannot be evaluated, in one line; None when it loads and validates."""
+        try:
+            self.load(version)
+        except (DatasetError, InvalidVersionName) as error:
+            return error.summary if isinstance(error, DatasetError) else str(error)
+        return None
+
+
+@cache
+def _shared_embedder(model: str, cache_dir: str, batch_size: int, normalize: bool) -> Embedder:
+    return Embedder(
+        model=model, cache_dir=Path(cache_dir), batch_size=batch_size, normalize=normalize
+    )
+
+
+class EmbedderResource(ConfigurableResource):
+    """A sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with a disk cache."""
+
+    model: str = DEFAULT_MODEL
+    cache_dir: str = str(CACHE_DIR / "embeddings")
+    batch_size: int = 64
+    normalize: bool = True
+
+    def get(self) -> Embedder:
+        """The process-wide embedder for this configuration (the model loads once)."""
+        return _shared_embedder(self.model, self.cache_dir, self.batch_size, self.normalize)
+
+    @property
+    def identity(self) -> str:
+        """What determines the vectors (not where they are cached): model and normalization."""
+        return f"{self.model}|normalize={self.normalize}"
+
+
+class RagSystemResource(ConfigurableResource):
+    """The system under test.
+
+    `kind`: `reference` (built-in dense retriever + the generator LLM), `callable` (`target` =
+    `package.module:function`, called with each question), or `logged` (the dataset's
+    `answers` table). `top_k` documents go to the generator; `retrieval_depth` documents per
+    query are kept for the IR metrics; `skip_top` drops the best documents (fault injection:
+    the demo's "degraded system" switch, `RAG_EVAL_SKIP_TOP`).
+    """
+
+    kind: str = "reference"
+    target: str | None = None
+    top_k: int = 3
+    retrieval_depth: int = 100
+    skip_top: int = 0
+
+    def kind_for(self, dataset: GoldenDataset) -> str:
+        """The system that evaluates `dataset`: its `dataset.yaml` `system`, else `kind`."""
+        return dataset.manifest.system or self.kind
+
+
+class LLMResource(ConfigurableResource):
+    """An LLM reached through litellm, used as judge or generator; `offline` runs locally.
+
+    `model` is any litellm model string (`gpt-4o-mini`, `anthropic/claude-...`,
+    `ollama/llama3.2`, `hosted_vllm/...` with `api_base`). The default `offline` uses the
+    deterministic heuristic judge and the extractive generator, labeled as such in every row.
+    API keys: the provider's usual variable (e.g. `OPENAI_API_KEY`) or `api_key` set from an
+    `EnvVar`; they are never logged nor part of the cache key.
+    """
+
+    model: str = OFFLINE_MODEL
+    api_base: str | None = None
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    max_concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    breaker_failures: int = 5
+    cache_dir: str = str(CACHE_DIR / "llm")
+
+    @property
+    def is_offline(self) -> bool:
+        """Whether this is the local, deterministic default."""
+        return self.model == OFFLINE_MODEL
+
+    @property
+    def identity(self) -> str:
+        """What determines the replies (as in the reply cache's key): model and sampling."""
+        return f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+
+    def client(self) -> LLMClient:
+        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost)."""
+        return LLMClient(
+            LLMConfig(
+                model=self.model,
+                api_base=self.api_base,
+                api_key=self.api_key,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                max_concurrency=self.max_concurrency,
+                timeout_s=self.timeout_s,
+                max_retries=self.max_retries,
+                cache_dir=Path(self.cache_dir),
+                breaker_failures=self.breaker_failures,
+            )
+        )
+
+    def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:
+        """The judge for this configuration and, for a real model, its client."""
+        if self.is_offline:
+            return self.offline_judge(embedder), None
+        client = self.client()
+        return LLMJudge(client, embedder), client
+
+    def offline_judge(self, embedder: Embedder) -> OfflineJudge:
+        """The offline judge, its results kept by content beside the reply cache."""
+        return OfflineJudge(embedder, cache=ResultCache(Path(self.cache_dir) / "offline-judge"))
+
+    def show_judge(self, embedder: Embedder) -> tuple[ShowJudge, LLMClient | None]:
+        """The production show/hide judge for this configuration and, if real, its client."""
+        if self.is_offline:
+            return OfflineShowJudge(self.offline_judge(embedder)), None
+        client = self.client()
+        return LLMShowJudge(client), client
+
+    def generator(self, embedder: Embedder) -> tuple[Generator, LLMClient | None]:
+        """The generator for this configuration and, for a real model, its client."""
+        if self.is_offline:
+            return OfflineGenerator(embedder), None
+        client = self.client()
+        return LLMGenerator(client), client
+
+
+class ResultCacheResource(ConfigurableResource):
+    """Where costly, pure results are kept by content (see `evaluation.result_cache`).
+
+    `enabled: false` recomputes every time (e.g. to time the computation itself).
+    """
+
+    directory: str = str(CACHE_DIR / "results")
+    enabled: bool = True
+
+    def get(self) -> ResultCache | None:
+        """The cache, or None when disabled."""
+        return ResultCache(Path(self.directory)) if self.enabled else None
+
+
+class WarehouseResource(ConfigurableResource):
+    """Read access to stored scorecards and the alert history (same base as the IO manager)."""
+
+    base_path: str = WAREHOUSE_URL
+
+    def store(self) -> WarehouseStore:
+        """The store over this base path."""
+        return WarehouseStore(self.base_path)
+
+
+class AlertsResource(ConfigurableResource):
+    """Where regression alerts go besides the Dagster log and the `regression_alerts` record.
+
+    `webhook_url`: any endpoint taking a JSON POST (set it from an `EnvVar`, e.g.
+    `RAG_EVAL_ALERT_WEBHOOK`); `style`: `json` (every field) or `slack` (a Slack incoming
+    webhook's `{"text": ...}`); `ui_url`: the Dagster UI's base URL, linked from each alert
+    (`RAG_EVAL_UI_URL`).
+    """
+
+    webhook_url: str | None = None
+    style: str = "json"
+    ui_url: str | None = None
+    timeout_s: float = 10.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
+
+    def deliver(
+        self, regressions: pd.DataFrame, context: AlertContext | None = None
+    ) -> Delivery | None:
+        """Send one partition's alert; None when no webhook is configured."""
+        if not self.webhook_url:
+            return None
+        return post_json(
+            self.webhook_url,
+            alert_payload(regressions, self.style, context),
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+        )
+
+
+class BaselineResource(ConfigurableResource):
+    """What each partition is compared with for regressions.
+
+    Default (both None): the latest earlier date of the same dataset version. `version` and/or
+    `date` pin the baseline (e.g. a release you trust), see `WarehouseStore.baseline`.
+    """
+
+    version: str | None = None
+    date: str | None = None
+
+    def select(self, store: WarehouseStore, version: str, date: str) -> Baseline | None:
+        """The baseline scorecard of (`version`, `date`), or None when there is none yet."""
+        return store.baseline(version, date, pinned_version=self.version, pinned_date=self.date)

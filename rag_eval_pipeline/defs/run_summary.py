@@ -1,0 +1,74 @@
+"""What `rag-eval run` prints after the runs: per partition, alerted metrics and failed checks.
+
+The regressions come from the partition's stored `metric_regressions` table (the same rows the
+check, the report and the alert sensor read); the failed checks from the run's asset check
+evaluations on the instance. `--fail-on-regression` turns either into a non-zero exit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dagster import AssetCheckEvaluation, AssetCheckSeverity, DagsterEventType, DagsterInstance
+
+from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
+from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+
+# Alerted metrics printed per partition before the rest is counted.
+MAX_PRINTED = 10
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """The verdict lines of one partition and whether it should fail a CI gate."""
+
+    lines: list[str] = field(default_factory=list)
+    n_alerts: int = 0
+    n_failed_checks: int = 0
+    n_errors: int = 0
+
+    @property
+    def gates(self) -> bool:
+        """True when `--fail-on-regression` should fail: an alert or an ERROR check."""
+        return self.n_alerts > 0 or self.n_errors > 0
+
+
+def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEvaluation]:
+    """The asset check evaluations of `run_id` that did not pass."""
+    records = instance.get_records_for_run(
+        run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION
+    ).records
+    evaluations = [
+        record.event_log_entry.dagster_event.event_specific_data
+        for record in records
+        if record.event_log_entry.dagster_event is not None
+    ]
+    return [e for e in evaluations if isinstance(e, AssetCheckEvaluation) and not e.passed]
+
+
+def partition_summary(
+    instance: DagsterInstance, store: WarehouseStore, version: str, date: str, run_id: str | None
+) -> PartitionSummary:
+    """Alerted `metric_regressions` rows and failed checks of one partition, as text lines."""
+    lines: list[str] = []
+    verdicts = store.read_partition(REGRESSIONS_ASSET, version, date)
+    alerted = verdicts[verdicts["alert"].astype(bool)] if verdicts is not None else None
+    n_alerts = 0 if alerted is None else len(alerted)
+    if alerted is not None and n_alerts:
+        ordered = ordered_alerts(alerted, HEADLINE_METRICS)
+        lines.append(f"  {n_alerts} regression alert(s) (asset metric_regressions):")
+        lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
+        if n_alerts > MAX_PRINTED:
+            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
+    failed = failed_checks(instance, run_id) if run_id else []
+    n_errors = sum(1 for e in failed if e.severity == AssetCheckSeverity.ERROR)
+    for evaluation in failed:
+        level = "ERROR" if evaluation.severity == AssetCheckSeverity.ERROR else "WARN"
+        note = f": {evaluation.description}" if evaluation.description else ""
+        lines.append(
+            f"  check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} "
+            f"failed ({level}){terminal_text(note)}"
+        )
+    return PartitionSummary(lines, n_alerts, len(failed), n_errors)

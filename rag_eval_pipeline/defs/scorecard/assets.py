@@ -1,0 +1,94 @@
+"""The `evaluation_scorecard` asset: one row per (tier, system, metric) for the partition."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.summaries import single_values
+from rag_eval_pipeline.settings import THRESHOLDS_FILE
+
+HEADLINE_METRICS = (
+    "hit_rate@1",
+    "mrr",
+    "ndcg@10",
+    "avg_faithfulness",
+    "avg_answer_relevance",
+    "avg_e2e_score",
+    "avg_semantic_similarity",
+    "silhouette_score",
+    "consistency_score",
+    "f1_score",
+    "cache_hit_rate",
+    "avg_composite",
+    "avg_context_relevance",
+    "volume",
+    "avg_satisfaction",
+    "avg_cost_usd",
+)
+
+
+class ScorecardConfig(Config):
+    """Where the threshold bands and regression tolerances are read from."""
+
+    thresholds_file: str = str(THRESHOLDS_FILE)
+
+
+def headline_values(scorecard: pd.DataFrame) -> dict[str, float]:
+    """`<tier>/<system>/<metric>` → value for the headline metrics (plotted by the UI)."""
+    rows = scorecard[scorecard["metric"].isin(HEADLINE_METRICS)]
+    return {f"{r.tier}/{r.system}/{r.metric}": float(r.value) for r in rows.itertuples()}
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="7_scorecard",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Every tier's metrics for the partition, one row per tier/system/metric, with the "
+        "95% CI, error counts, threshold band and direction of 'better'."
+    ),
+)
+def evaluation_scorecard(
+    context: AssetExecutionContext,
+    config: ScorecardConfig,
+    golden_dataset: dict[str, pd.DataFrame],
+    embedding_quality: pd.DataFrame,
+    retrieval_quality: pd.DataFrame,
+    generation_quality: pd.DataFrame,
+    e2e_quality: pd.DataFrame,
+    system_retrieval_quality: pd.DataFrame,
+    judge_reliability: pd.DataFrame,
+    show_judge_quality: pd.DataFrame,
+    ux_metrics: pd.DataFrame,
+    traffic_quality: pd.DataFrame,
+) -> pd.DataFrame:
+    version, day = partition_parts(context)
+    stats = as_dataset(context, golden_dataset).statistics()
+    dataset_rows = single_values({k: float(v) for k, v in stats.items()}, "dataset", version, 1)
+    qualities = [
+        dataset_rows,
+        embedding_quality,
+        retrieval_quality,
+        system_retrieval_quality,
+        generation_quality,
+        e2e_quality,
+        judge_reliability,
+        show_judge_quality,
+        ux_metrics,
+        traffic_quality,
+    ]
+    scorecard = build_scorecard(qualities, version, day, Thresholds.load(config.thresholds_file))
+    attention = scorecard[scorecard["band"] == NEEDS_ATTENTION]
+    shown = ["tier", "system", "metric", "value", "ci_low", "ci_high", "count", "band"]
+    context.add_output_metadata(
+        {
+            **headline_metadata(headline_values(scorecard)),
+            "n_metrics": MetadataValue.int(len(scorecard)),
+            "n_needs_attention": MetadataValue.int(len(attention)),
+            "scorecard": MetadataValue.md(markdown_table(scorecard[shown], max_rows=400)),
+        }
+    )
+    return scorecard

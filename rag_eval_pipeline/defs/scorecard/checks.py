@@ -1,0 +1,78 @@
+"""The scorecard's asset checks: threshold bands, and the alerts of `metric_regressions`.
+
+Every check is partitioned like its asset, so it evaluates only the partition just
+materialized. Failing checks flag the partition in the UI without failing the run (WARN).
+`rag-eval run` prints every failed check at the end (`--fail-on-regression` exits non-zero).
+"""
+
+import pandas as pd
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetIn,
+    MetadataValue,
+    asset_check,
+)
+
+from rag_eval_pipeline.defs.metadata import markdown_table
+from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.scorecard.assets import evaluation_scorecard
+from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
+from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
+from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
+
+
+@asset_check(
+    asset=evaluation_scorecard,
+    partitions_def=evaluation_partitions,
+    description="Every banded metric is at least 'good' (WARN lists those needing attention).",
+)
+def scorecard_thresholds(
+    context: AssetCheckExecutionContext, evaluation_scorecard: pd.DataFrame
+) -> AssetCheckResult:
+    attention = evaluation_scorecard[evaluation_scorecard["band"] == NEEDS_ATTENTION]
+    shown = attention[["tier", "system", "metric", "value"]]
+    return AssetCheckResult(
+        passed=attention.empty,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "n_needs_attention": MetadataValue.int(len(attention)),
+            "needs_attention": MetadataValue.md(markdown_table(shown)),
+        },
+    )
+
+
+@asset_check(
+    asset=evaluation_scorecard,
+    name="scorecard_regressions",
+    additional_ins={"metric_regressions": AssetIn(REGRESSIONS_ASSET)},
+    partitions_def=evaluation_partitions,
+    description=(
+        "No metric regressed against the baseline (previous date by default) and none that had "
+        "a value there is missing today, as `metric_regressions` decided: a paired one-sided "
+        "test with Benjamini–Hochberg q < α and a change beyond the metric's tolerance."
+    ),
+)
+def scorecard_regressions(
+    context: AssetCheckExecutionContext,
+    evaluation_scorecard: pd.DataFrame,
+    metric_regressions: pd.DataFrame,
+) -> AssetCheckResult:
+    alerted = metric_regressions[metric_regressions["alert"].astype(bool)]
+    first = metric_regressions.head(1)
+    baseline = (
+        f"{first['baseline_version'].iloc[0]} {first['baseline_date'].iloc[0]}"
+        if len(first) and first["baseline_version"].notna().iloc[0]
+        else "none yet (first evaluation)"
+    )
+    shown = alerted[[*CHANGE_COLUMNS, "q_value"]]
+    return AssetCheckResult(
+        passed=alerted.empty,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "baseline": MetadataValue.text(baseline),
+            "n_regressions": MetadataValue.int(len(alerted)),
+            "regressions": MetadataValue.md(markdown_table(shown)),
+        },
+    )

@@ -1,0 +1,120 @@
+"""The `metric_regressions` asset: every scorecard metric tested against the baseline.
+
+Paired on the items both dates scored, Benjamini–Hochberg over the partition's metrics, plus
+the metric's minimum effect (see `rag_eval_pipeline.evaluation.regression`). The asset check,
+the HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
+"""
+
+import pandas as pd
+from dagster import AssetExecutionContext, Config, MetadataValue, asset
+
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.resources import (
+    BaselineResource,
+    EmbedderResource,
+    LLMResource,
+    WarehouseResource,
+)
+from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.regression import (
+    CHANGE_COLUMNS,
+    IDENTITY_ROLES,
+    VERDICTS,
+    PartitionScores,
+    RegressionRule,
+    compare_partitions,
+)
+from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+
+SHOWN = [*CHANGE_COLUMNS, "n_paired", "test", "q_value", "verdict", "reason"]
+
+
+class RegressionConfig(Config):
+    """FDR level α; the randomization test's resamples and seed (fixed: a re-run agrees)."""
+
+    alpha: float = 0.05
+    n_resamples: int = 10000
+    seed: int = 0
+
+
+def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[str, str | None]:
+    """The judge/generator/embedder identities the baseline partition recorded (if any)."""
+    stored = store.read_partition(REGRESSIONS_ASSET, version, date)
+    if stored is None or stored.empty:
+        return {}
+    return {role: stored[role].iloc[0] for role in IDENTITY_ROLES if role in stored.columns}
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="7_scorecard",
+    kinds={"pandas", "parquet"},
+    description=(
+        "One row per (tier, system, metric) against the baseline (previous date, or the pinned "
+        "one): baseline and current value, relative change, paired items, the test (exact sign "
+        "test for 0/1 metrics, paired randomization otherwise), p and Benjamini–Hochberg q, and "
+        "the verdict: regressed / improved / no significant change / not comparable (reason)."
+    ),
+)
+def metric_regressions(
+    context: AssetExecutionContext,
+    config: RegressionConfig,
+    evaluation_scorecard: pd.DataFrame,
+    retrieval_metrics: pd.DataFrame,
+    system_retrieval_metrics: pd.DataFrame,
+    generation_judgments: pd.DataFrame,
+    e2e_judgments: pd.DataFrame,
+    warehouse: WarehouseResource,
+    baseline: BaselineResource,
+    judge_llm: LLMResource,
+    generator_llm: LLMResource,
+    embedder: EmbedderResource,
+) -> pd.DataFrame:
+    version, day = partition_parts(context)
+    store = warehouse.store()
+    today_tables = {
+        "retrieval_metrics": retrieval_metrics,
+        "system_retrieval_metrics": system_retrieval_metrics,
+        "generation_judgments": generation_judgments,
+        "e2e_judgments": e2e_judgments,
+    }
+    identities = {
+        "judge": judge_llm.identity,
+        "generator": generator_llm.identity,
+        "embedder": embedder.identity,
+    }
+    current = PartitionScores(
+        version, day, evaluation_scorecard, item_scores(today_tables), identities
+    )
+    chosen = baseline.select(store, version, day)
+    previous = None
+    if chosen is not None:
+        tables = {
+            name: store.read_partition(name, chosen.version, chosen.date) for name in ITEM_SOURCES
+        }
+        previous = PartitionScores(
+            chosen.version,
+            chosen.date,
+            chosen.scorecard,
+            item_scores(tables),
+            baseline_identities(store, chosen.version, chosen.date),
+        )
+    rule = RegressionRule(config.alpha, config.n_resamples, config.seed)
+    verdicts = compare_partitions(current, previous, rule)
+    counts = verdicts["verdict"].value_counts()
+    n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
+    context.add_output_metadata(
+        {
+            **headline_metadata(
+                {f"n_{v.replace(' ', '_')}": float(counts.get(v, 0)) for v in VERDICTS}
+            ),
+            "n_alerts": MetadataValue.int(n_alerts),
+            "baseline": MetadataValue.text(
+                f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
+            ),
+            "alpha": MetadataValue.float(config.alpha),
+            "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
+        }
+    )
+    return verdicts

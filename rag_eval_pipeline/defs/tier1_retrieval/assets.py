@@ -1,0 +1,113 @@
+"""Tier 1, retrieval: runs of every system → per-query IR metrics → per-system quality."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, asset
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.resources import EmbedderResource, RagSystemResource
+from rag_eval_pipeline.defs.tier0_embedding.assets import embedding_matrix
+from rag_eval_pipeline.evaluation.retrieval import (
+    RUN_TABLE_COLUMNS,
+    evaluate_runs,
+    logged_runs,
+    real_user_run,
+    reference_runs,
+)
+from rag_eval_pipeline.evaluation.summaries import summarize_wide
+from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+
+TIER = "tier1_retrieval"
+PLOTTED_METRICS = ("hit_rate@1", "hit_rate@10", "mrr", "ndcg@10", "recall@10", "map")
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="2_retrieval",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Ranked documents per query from every source: the reference retrievers (dense, BM25, "
+        "RRF hybrid) over the corpus, the TREC runs shipped with the version, and the "
+        "retrieved ids of logged real-user traffic."
+    ),
+)
+def retrieval_runs(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    corpus_embeddings: pd.DataFrame,
+    embedder: EmbedderResource,
+    rag_system: RagSystemResource,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    frames = [logged_runs(dataset), real_user_run(dataset)[0]]
+    if dataset.has_corpus and not corpus_embeddings.empty:
+        frames.insert(
+            0,
+            reference_runs(
+                dataset,
+                embedder.get(),
+                embedding_matrix(corpus_embeddings),
+                depth=rag_system.retrieval_depth,
+                skip_top=rag_system.skip_top,
+            ),
+        )
+    present = [frame for frame in frames if not frame.empty]
+    runs = (
+        pd.concat(present, ignore_index=True)
+        if present
+        else pd.DataFrame(columns=RUN_TABLE_COLUMNS)
+    )
+    counts = runs.groupby(["source", "system"]).size().rename("rows").reset_index()
+    context.add_output_metadata(
+        {
+            "n_systems": MetadataValue.int(len(counts)),
+            "systems": MetadataValue.md(markdown_table(counts)),
+            "skip_top": MetadataValue.int(rag_system.skip_top),
+        }
+    )
+    return runs
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="2_retrieval",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Per-query IR metrics of every system with trec_eval semantics: HitRate@k, MRR, "
+        "Recall@k, Precision@k, NDCG@k (linear and exponential gain), MAP, R-precision."
+    ),
+)
+def retrieval_metrics(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    retrieval_runs: pd.DataFrame,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    per_query = evaluate_runs(
+        retrieval_runs,
+        dataset.qrels,
+        real_user_run(dataset)[1],
+        relevance_level=dataset.relevance_level,
+    )
+    context.add_output_metadata(
+        {
+            "n_rows": MetadataValue.int(len(per_query)),
+            "relevance_level": MetadataValue.int(dataset.relevance_level),
+        }
+    )
+    return per_query
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="2_retrieval",
+    kinds={"pandas", "parquet"},
+    description="Mean, std, count and 95% bootstrap CI of every IR metric per system.",
+)
+def retrieval_quality(
+    context: AssetExecutionContext, retrieval_metrics: pd.DataFrame
+) -> pd.DataFrame:
+    quality = summarize_wide(retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
+    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
+    return quality

@@ -1,0 +1,70 @@
+"""Tier 1 on the system under test: the documents it retrieved with its Tier 3 answers.
+
+Kept beside `retrieval_tier` rather than inside it, so the Tier 1 slice (reference retrievers,
+shipped runs, real users) never waits for, nor needs, the system under test to answer.
+Rows are labeled `tier1_retrieval` and named after the system, like every other Tier 1 system.
+"""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, asset
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
+from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
+from rag_eval_pipeline.evaluation.summaries import summarize_wide
+from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="4_end_to_end",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Per-query Tier 1 metrics (trec_eval semantics, the version's qrels) of the documents "
+        "the system under test retrieved with its answers, in the order it returned them. "
+        "Retrieved ids that are not in the corpus are counted and listed in the metadata."
+    ),
+)
+def system_retrieval_metrics(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    e2e_generations: pd.DataFrame,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    run, per_query = evaluate_system_under_test(
+        e2e_generations, dataset.qrels, relevance_level=dataset.relevance_level
+    )
+    metadata: dict[str, object] = {
+        "n_rows": MetadataValue.int(len(per_query)),
+        "n_retrieved": MetadataValue.int(len(run)),
+    }
+    if dataset.corpus is not None:
+        unknown = unknown_doc_ids(run, set(dataset.corpus["doc_id"]))
+        for row in unknown[unknown["n_unknown"] > 0].itertuples():
+            context.log.warning(
+                f"system under test {row.system!r} retrieved {row.n_unknown} id(s) not in the "
+                f"corpus, scored as not relevant; e.g. {row.examples}"
+            )
+        metadata["n_unknown_doc_ids"] = MetadataValue.int(int(unknown["n_unknown"].sum()))
+        metadata["unknown_doc_ids"] = MetadataValue.md(markdown_table(unknown))
+    context.add_output_metadata(metadata)
+    return per_query
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="4_end_to_end",
+    kinds={"pandas", "parquet"},
+    description=(
+        "Mean, std, count and 95% bootstrap CI of every Tier 1 metric of the system under "
+        "test's own retrieval (scorecard tier `tier1_retrieval`, system = its name)."
+    ),
+)
+def system_retrieval_quality(
+    context: AssetExecutionContext, system_retrieval_metrics: pd.DataFrame
+) -> pd.DataFrame:
+    quality = summarize_wide(system_retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
+    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
+    return quality

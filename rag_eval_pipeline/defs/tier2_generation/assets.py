@@ -1,0 +1,124 @@
+"""Tier 2, generation with ideal context: answers from the relevant documents → judgments."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, asset
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.metadata import summary_metadata
+from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
+from rag_eval_pipeline.evaluation.generation import (
+    JUDGMENT_COLUMNS,
+    REFERENCE_FREE,
+    generate,
+    ideal_contexts,
+    judge_answers,
+    n_refusals,
+    reference_scores,
+    refusal_scores,
+)
+from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
+from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE
+
+TIER = "tier2_generation"
+GENERATION_OUTPUT = ["system", "query_id", "question", "ground_truth_answer", "contexts", "answer"]
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="3_generation",
+    kinds={"pandas", "parquet"},
+    description=(
+        "The generator's answer to every question given its qrels-relevant documents (the "
+        "ideal context), isolating generation quality from retrieval."
+    ),
+)
+def ideal_context_generations(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    embedder: EmbedderResource,
+    generator_llm: LLMResource,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    if not dataset.has_corpus:
+        return skipped(
+            context,
+            "this dataset version ships no corpus texts to use as context",
+            pd.DataFrame(columns=GENERATION_OUTPUT),
+        )
+    generator, client = generator_llm.generator(embedder.get())
+    generations = generate(ideal_contexts(dataset), generator, generator.generator_model)
+    context.add_output_metadata(
+        {
+            "n_questions": MetadataValue.int(len(generations)),
+            "n_generation_errors": MetadataValue.int(int(generations["error"].notna().sum())),
+            **llm_usage_metadata("generator", generator.generator_model, client),
+        }
+    )
+    return generations
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="3_generation",
+    kinds={"pandas", "parquet"},
+    description=(
+        "One row per (question, metric): LLM-judge faithfulness and answer relevance (rubric "
+        "and RAGAS variant), ROUGE-1/2/L F1, sentence BLEU, exact match, semantic "
+        "similarity, and the composite score (config/composite.yaml)."
+    ),
+)
+def generation_judgments(
+    context: AssetExecutionContext,
+    ideal_context_generations: pd.DataFrame,
+    embedder: EmbedderResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    if ideal_context_generations.empty:
+        return skipped(context, "no generations to judge", pd.DataFrame(columns=JUDGMENT_COLUMNS))
+    model = embedder.get()
+    judge, client = judge_llm.judge(model)
+    judged = judge_answers(ideal_context_generations, judge, REFERENCE_FREE)
+    judgments = pd.concat(
+        [
+            judged,
+            reference_scores(ideal_context_generations, model),
+            refusal_scores(ideal_context_generations, judged),
+        ],
+        ignore_index=True,
+    )
+    weights = load_weights()
+    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
+    context.add_output_metadata(
+        {
+            "n_rows": MetadataValue.int(len(judgments)),
+            "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
+            "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
+            "composite": MetadataValue.text(describe(weights)),
+            **llm_usage_metadata("judge", judge.judge_model, client),
+        }
+    )
+    return judgments
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="3_generation",
+    kinds={"pandas", "parquet"},
+    description=(
+        "avg_faithfulness, avg_answer_relevance, avg_rouge1_f/2_f/L_f, avg_bleu, ... with "
+        "std, count, 95% bootstrap CI and the judge error rate."
+    ),
+)
+def generation_quality(
+    context: AssetExecutionContext, generation_judgments: pd.DataFrame
+) -> pd.DataFrame:
+    if generation_judgments.empty:
+        return skipped(context, "no judgments for this dataset version", empty_quality())
+    quality = summarize_judgments(generation_judgments, TIER)
+    context.add_output_metadata(summary_metadata(quality))
+    return quality

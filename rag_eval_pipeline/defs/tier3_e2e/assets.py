@@ -1,0 +1,187 @@
+"""Tier 3, end to end: the system under test retrieves and answers → judgments → quality."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue, asset
+
+from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
+from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
+from rag_eval_pipeline.evaluation.generation import (
+    JUDGMENT_COLUMNS,
+    NEEDS_GROUND_TRUTH,
+    answer_checks,
+    context_relevance_rows,
+    judge_answers,
+    n_refusals,
+    reference_scores,
+    refusal_scores,
+)
+from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
+from rag_eval_pipeline.metrics.correlation import correlation_matrix
+from rag_eval_pipeline.metrics.stats import percentiles
+from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
+
+TIER = "tier3_e2e"
+CORRELATED_METRICS = (
+    "context_precision",
+    "context_recall",
+    "faithfulness",
+    "answer_relevance",
+    "answer_correctness",
+)
+E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="4_end_to_end",
+    kinds={"pandas", "parquet"},
+    description=(
+        "The system under test (reference RAG, your callable, or logged answers) answers every "
+        "question: answer, retrieved documents, retrieval/generation/total latency."
+    ),
+)
+def e2e_generations(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    embedder: EmbedderResource,
+    generator_llm: LLMResource,
+    rag_system: RagSystemResource,
+) -> pd.DataFrame:
+    dataset = as_dataset(context, golden_dataset)
+    kind = rag_system.kind_for(dataset)
+    if kind == "reference" and not dataset.has_corpus:
+        return skipped(
+            context,
+            "the reference RAG needs corpus texts; this version has none",
+            pd.DataFrame(columns=[*RAG_OUTPUT_COLUMNS, "ground_truth_answer"]),
+        )
+    model = embedder.get()
+    generator, client = generator_llm.generator(model)
+    system = build_rag_system(
+        kind,
+        corpus=dataset.corpus,
+        answers=dataset.answers,
+        embedder=model,
+        generator=generator,
+        target=rag_system.target,
+        top_k=rag_system.top_k,
+        skip_top=rag_system.skip_top,
+    )
+    outputs = system.answer(dataset.queries)
+    truths = dataset.queries.set_index("query_id").get("ground_truth_answer")
+    outputs["ground_truth_answer"] = outputs["query_id"].map(truths) if truths is not None else None
+    context.add_output_metadata(
+        {
+            "system": MetadataValue.text(system.name),
+            "n_questions": MetadataValue.int(len(outputs)),
+            "n_errors": MetadataValue.int(int(outputs["error"].notna().sum())),
+            "top_k": MetadataValue.int(rag_system.top_k),
+            "skip_top": MetadataValue.int(rag_system.skip_top),
+            **llm_usage_metadata("generator", generator.generator_model, client),
+        }
+    )
+    return outputs
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="4_end_to_end",
+    kinds={"pandas", "parquet"},
+    description=(
+        "One row per (question, metric): judge E2E usefulness, faithfulness, answer "
+        "relevance, RAGAS context "
+        "precision/recall and answer correctness; ROUGE, BLEU and semantic similarity; "
+        "context relevance (mean question–chunk cosine); exact match, regex match against "
+        "the queries' expected_pattern, citation precision/recall/F1 of [n] markers; the "
+        "composite score (config/composite.yaml)."
+    ),
+)
+def e2e_judgments(
+    context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
+    e2e_generations: pd.DataFrame,
+    embedder: EmbedderResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    if e2e_generations.empty:
+        return skipped(
+            context, "no end-to-end answers to judge", pd.DataFrame(columns=JUDGMENT_COLUMNS)
+        )
+    model = embedder.get()
+    judge, client = judge_llm.judge(model)
+    judged = judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS)
+    judgments = pd.concat(
+        [
+            judged,
+            reference_scores(e2e_generations, model),
+            context_relevance_rows(e2e_generations, model),
+            answer_checks(e2e_generations, as_dataset(context, golden_dataset)),
+            refusal_scores(e2e_generations, judged),
+        ],
+        ignore_index=True,
+    )
+    weights = load_weights()
+    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
+    context.add_output_metadata(
+        {
+            "n_rows": MetadataValue.int(len(judgments)),
+            "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+            "composite": MetadataValue.text(describe(weights)),
+            "n_refusals": MetadataValue.int(n_refusals(judgments)),
+            **llm_usage_metadata("judge", judge.judge_model, client),
+        }
+    )
+    return judgments
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="4_end_to_end",
+    kinds={"pandas", "parquet"},
+    description=(
+        "avg_e2e_score, avg_semantic_similarity, ROUGE, BLEU, answer correctness, context "
+        "precision/recall with CIs and error rates; total latency p50/p95/p99."
+    ),
+)
+def e2e_quality(
+    context: AssetExecutionContext,
+    e2e_generations: pd.DataFrame,
+    e2e_judgments: pd.DataFrame,
+) -> pd.DataFrame:
+    if e2e_judgments.empty:
+        return skipped(context, "no end-to-end judgments for this dataset version", empty_quality())
+    quality = [summarize_judgments(e2e_judgments, TIER)]
+    for system, rows in e2e_generations.groupby("system"):
+        latency = percentiles(rows["total_latency_ms"].to_numpy(dtype=float))
+        quality.append(
+            single_values(
+                {f"latency_{name}_ms": value for name, value in latency.items()},
+                TIER,
+                str(system),
+                count=int(rows["total_latency_ms"].notna().sum()),
+            )
+        )
+    summary = pd.concat(quality, ignore_index=True)
+    context.add_output_metadata(
+        {**summary_metadata(summary), **correlation_metadata(e2e_judgments)}
+    )
+    return summary
+
+
+def correlation_metadata(judgments: pd.DataFrame) -> dict[str, MetadataValue]:
+    """Per system, the Pearson correlation matrix of the RAGAS-style metrics over questions."""
+    wide = judgments.pivot_table(
+        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
+    )
+    metadata = {}
+    for system, rows in wide.groupby(level="system"):
+        matrix = correlation_matrix(rows, CORRELATED_METRICS)
+        if not matrix.empty:
+            table = matrix.reset_index(names="metric")
+            metadata[f"correlations/{system}"] = MetadataValue.md(markdown_table(table))
+    return metadata

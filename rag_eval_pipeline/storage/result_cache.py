@@ -1,0 +1,74 @@
+"""Content-addressed cache of computed frames, for pure computations that are costly to redo.
+
+A result's key is a digest of everything it depends on: its name, this package's code digest,
+the content of its input frames (pandas row hashes plus column names and dtypes; Parquet bytes
+for columns pandas cannot hash, such as lists) and its parameters (model identities, file
+contents). A new date or a backfill over unchanged inputs then reads the stored result instead
+of recomputing it, while any change to code, data or parameters gives a new key. Results are
+written to a temporary file and renamed into place, so a crash never leaves a partial entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from rag_eval_pipeline.storage.code_version import code_digest
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """A digest of a frame's column names, dtypes and values (row order included)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
+    try:
+        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    except TypeError:
+        buffer = io.BytesIO()
+        frame.reset_index(drop=True).to_parquet(buffer, index=False)
+        digest.update(buffer.getvalue())
+    return digest.hexdigest()
+
+
+def result_key(
+    name: str, frames: Mapping[str, pd.DataFrame], parameters: Mapping[str, object]
+) -> str:
+    """The key of one result: its name, the code digest, its input frames and parameters."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(f"{name}\0{code_digest()}\0".encode())
+    for table in sorted(frames):
+        digest.update(f"{table}={frame_digest(frames[table])}\0".encode())
+    digest.update(repr(sorted((k, repr(v)) for k, v in parameters.items())).encode())
+    return digest.hexdigest()
+
+
+class ResultCache:
+    """Stored results under one folder, one Parquet file per key."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / f"{key}.parquet"
+
+    def get(self, key: str) -> pd.DataFrame | None:
+        """The stored result of `key`, or None if it was never stored."""
+        path = self._path(key)
+        return pd.read_parquet(path) if path.exists() else None
+
+    def put(self, key: str, frame: pd.DataFrame) -> None:
+        """Store `frame` as the result of `key` (atomically)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                frame.to_parquet(handle, index=False)
+            os.replace(tmp_name, self._path(key))
+        except BaseException:
+            Path(tmp_name).unlink(missing_ok=True)
+            raise

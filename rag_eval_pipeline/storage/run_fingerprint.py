@@ -1,0 +1,107 @@
+"""The fingerprint of one partition's inputs, so `rag-eval run` can skip an unchanged re-run.
+
+A partition's outputs are a function of the dataset version's files, this package's code, the
+configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
+the embedding model's weights (`embedding.weights`: a model changed in place under the same path
+changes the fingerprint), the asset selection and the scorecards stored for the version's
+earlier dates (the regression baseline). The embedding and judge caches already make model calls
+on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when the same
+partition was already materialized successfully from identical inputs and its outputs are still
+in the warehouse.
+
+A user callable as system under test (``RAG_EVAL_SYSTEM=callable``, or ``system: callable`` in
+the version's ``dataset.yaml``) can change behind any fingerprint, so its partitions are never
+treated as unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from upath import UPath
+
+from rag_eval_pipeline.datasets.manifest import read_manifest
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, resolve_model_path
+from rag_eval_pipeline.embedding.weights import weights_fingerprint
+from rag_eval_pipeline.settings import EMBEDDER_MODEL_ENV, PROJECT_ROOT, THRESHOLDS_FILE
+from rag_eval_pipeline.storage.code_version import code_digest, files_digest, source_files
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
+
+CONFIG_DIR = PROJECT_ROOT / "config"
+ENV_PREFIX = "RAG_EVAL_"
+UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable"})
+
+
+def config_digest() -> str:
+    """The digest of the project's config files and of the thresholds file in use."""
+    files = source_files(CONFIG_DIR, "*") if CONFIG_DIR.exists() else []
+    digest = files_digest(files, CONFIG_DIR)
+    if THRESHOLDS_FILE.exists():
+        digest += files_digest([THRESHOLDS_FILE], THRESHOLDS_FILE.parent)
+    return digest
+
+
+def environment_items(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The ``RAG_EVAL_*`` variables, sorted: every setting the resources read."""
+    return sorted((k, v) for k, v in environ.items() if k.startswith(ENV_PREFIX))
+
+
+def embedder_weights(environ: Mapping[str, str]) -> str:
+    """The fingerprint of the embedding model's weights (its files' sizes and hashes)."""
+    model = environ.get(EMBEDDER_MODEL_ENV, DEFAULT_MODEL)
+    return weights_fingerprint(resolve_model_path(model))
+
+
+def baseline_digest(store: WarehouseStore, version: str, date: str) -> str:
+    """The digest of the version's scorecards stored for dates before `date`."""
+    digest = hashlib.blake2b(digest_size=20)
+    for earlier in (d for d in store.scorecard_dates(version) if d < date):
+        digest.update(earlier.encode() + b"\0")
+        digest.update(store.scorecard_path(version, earlier).read_bytes())
+    return digest.hexdigest()
+
+
+def partition_fingerprint(
+    *,
+    version_dir: Path,
+    version: str,
+    date: str,
+    store: WarehouseStore,
+    selection: Sequence[str] | None,
+    environ: Mapping[str, str] = os.environ,
+) -> str | None:
+    """The fingerprint of one partition's inputs, or None when they cannot be fingerprinted."""
+    manifest, _ = read_manifest(version_dir)
+    system = manifest.system or environ.get("RAG_EVAL_SYSTEM", "reference")
+    if system in UNFINGERPRINTABLE_SYSTEMS:
+        return None
+    parts = [
+        f"dataset={files_digest(source_files(version_dir, '*'), version_dir)}",
+        f"code={code_digest()}",
+        f"config={config_digest()}",
+        f"env={environment_items(environ)!r}",
+        f"embedder={embedder_weights(environ)}",
+        f"selection={sorted(selection) if selection else 'all'}",
+        f"baseline={baseline_digest(store, version, date)}",
+    ]
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=20).hexdigest()
+
+
+def outputs_present(
+    warehouse: UPath,
+    assets: Iterable[str],
+    version: str,
+    date: str,
+    files: Iterable[Path] = (),
+) -> bool:
+    """Whether every asset has its stored output (a file or a table folder) for the partition,
+    and every one of `files` (outputs written outside the warehouse, such as the HTML report)
+    exists."""
+    for asset in assets:
+        path = warehouse / asset / version / f"{date}.parquet"
+        if not (path.exists() or path.with_suffix("").exists()):
+            return False
+    return all(Path(file).exists() for file in files)

@@ -1,0 +1,64 @@
+"""The layout rule: only `rag_eval_pipeline/defs/` (and the wiring beside it) imports Dagster.
+
+Every module of the library packages is imported in a fresh interpreter, which must end without
+`dagster` in `sys.modules`: a transitive import through another module counts too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "rag_eval_pipeline"
+LIBRARY_PACKAGES = (
+    "datasets",
+    "embedding",
+    "evaluation",
+    "judges",
+    "llm",
+    "metrics",
+    "reporting",
+    "storage",
+    "systems",
+)
+WIRING = {"cli", "definitions", "settings", "__init__"}
+
+
+def library_modules() -> list[str]:
+    modules = []
+    for package in LIBRARY_PACKAGES:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+            modules.append(".".join(p for p in parts if p != "__init__"))
+    return modules
+
+
+def test_every_package_module_is_library_defs_or_wiring() -> None:
+    top_level = {p.stem for p in PACKAGE.glob("*.py")} | {
+        p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    }
+    assert top_level <= {*LIBRARY_PACKAGES, "defs", *WIRING}, sorted(
+        top_level - {*LIBRARY_PACKAGES, "defs", *WIRING}
+    )
+
+
+def test_library_never_imports_dagster() -> None:
+    modules = library_modules()
+    assert len(modules) > 30
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')))\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PACKAGE.parent,
+        check=True,
+    )
+    assert json.loads(completed.stdout.splitlines()[-1]) == []
