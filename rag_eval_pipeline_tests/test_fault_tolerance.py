@@ -240,6 +240,10 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
             timeout_s=1.0,
             max_concurrency=32,
             cache_dir=str(tmp_path / "judge-cache"),
+            # The plans fail prompts densely and count each prompt's attempts; the circuit
+            # breaker, which would stop calling after 5 failures in a row, is tested in
+            # test_judge_outage.py.
+            breaker_failures=0,
         )
         resources = evaluation_resources(tmp_path, embedder, judge_llm=judge)
         first = materialize(

@@ -36,6 +36,7 @@ from rag_eval_pipeline_tests.conftest import (
     SHIPPED_STORAGE,
     evaluation_resources,
     rag_eval,
+    rag_eval_process,
     report_config,
 )
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
@@ -240,9 +241,12 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
     first = rag_eval(data, tmp_path / "home", "run", "--date", DAY1, "--fail-on-regression")
     assert f"{VERSION}|{DAY1}: no regression, every check passed" in first
     write_version(data / "datasets" / VERSION, DAY2_MISSES)
-    second = rag_eval(
-        data, tmp_path / "home", "run", "--date", DAY2, "--fail-on-regression", exit_code=3
+    completed = rag_eval_process(
+        data, tmp_path / "home", "run", "--date", DAY2, "--fail-on-regression"
     )
+    assert completed.returncode == 3, completed.stdout + completed.stderr
+    assert f"--fail-on-regression: {VERSION}|{DAY2}" in completed.stderr
+    second = completed.stdout
     assert f"{VERSION}|{DAY2}: needs a look" in second
     assert "regression alert(s) (asset metric_regressions):" in second
     assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
