@@ -278,6 +278,24 @@ def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> Non
         assert metric in header
 
 
+def test_tier2_scores_regex_match_and_citations_against_the_ideal_context(demo: DemoRuns) -> None:
+    judgments = read(demo, "generation_judgments")
+    generations = read(demo, "ideal_context_generations")
+    queries = pd.read_json(DATASETS_DIR / VERSION / "queries.jsonl", lines=True)
+    with_pattern = set(queries.loc[queries["expected_pattern"].notna(), "query_id"])
+    regex = judgments[judgments["metric"] == "regex_match"]
+    assert set(regex["query_id"]) == with_pattern & set(generations["query_id"]) != set()
+    # every ideal context holds a relevant document, so recall is defined for every answer
+    recall = judgments[judgments["metric"] == "citation_recall"]
+    assert len(recall) == generations["answer"].notna().sum()
+    # precision is defined for answers that cite (the offline generator writes no markers)
+    citing = generations["answer"].fillna("").str.contains(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
+    assert (judgments["metric"] == "citation_precision").sum() == citing.sum()
+    scorecard = read(demo, "evaluation_scorecard").set_index(["tier", "metric"])
+    for metric in ("avg_regex_match", "avg_citation_recall", "avg_citation_f1"):
+        assert 0 <= scorecard.loc[("tier2_generation", metric), "value"].item() <= 1, metric
+
+
 def test_the_report_shows_each_systems_correlation_matrix(demo: DemoRuns) -> None:
     page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY1}.html").read_text()
     section = page[page.index('<section id="correlations">') :]
