@@ -7,20 +7,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import DagsterInstance
 
-from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import LLMResource
-from rag_eval_pipeline.defs.tier2_generation.assets import (
-    generation_judgments,
-    ideal_context_generations,
-)
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
-VERSION, DATE = "demo-v1", "2026-11-21"
+TIER2 = {"golden_dataset", "ideal_context_generations", "generation_judgments"}
 REPLY = "Invoices go out on the 1st [1] [2]."
 
 
@@ -31,19 +24,10 @@ def cite_first_two(request: dict[str, Any]) -> str:
 def test_generation_judgments_score_citations_of_the_ideal_context(
     tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder
 ) -> None:
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
     with run_openai_server(cite_first_two) as server:
-        generator = LLMResource(
-            model="openai/test-generator",
-            api_base=server.base_url,
-            api_key="test-key",
-            cache_dir=str(tmp_path / "llm-cache"),
-        )
-        result = materialize(
-            [golden_dataset, ideal_context_generations, generation_judgments],
-            partition_key=evaluation_partition_key(VERSION, DATE),
-            instance=dagster_instance,
-            resources=evaluation_resources(tmp_path, embedder, generator_llm=generator),
+        generator = loopback_llm(server.base_url, "openai/test-generator", tmp_path)
+        result = materialize_demo_assets(
+            dagster_instance, tmp_path, embedder, TIER2, generator_llm=generator
         )
     assert result.success
     generations = result.output_for_node("ideal_context_generations")
@@ -65,7 +49,7 @@ def test_generation_judgments_score_citations_of_the_ideal_context(
     f1 = 2 * precision * recall / (precision + recall)
     assert scores["citation_f1"].to_numpy() == pytest.approx(f1.reindex(scores.index).to_numpy())
     # regex_match: the reply holds "1st" (matches \b1st\b) but neither "$49" nor a leading "no"
-    queries = pd.read_json(DATASETS_DIR / VERSION / "queries.jsonl", lines=True)
+    queries = pd.read_json(DATASETS_DIR / "demo-v1" / "queries.jsonl", lines=True)
     patterns = queries.set_index("query_id")["expected_pattern"].dropna()
     regex = scores["regex_match"].dropna()
     assert sorted(regex.index) == sorted(patterns.index)
