@@ -157,3 +157,9 @@ def test_schedule_does_not_reread_an_unchanged_folder(tmp_path: Path) -> None:
     assert version_problem(datasets, "demo-v1") is None
     os.utime(queries, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert "queries.jsonl" in version_problem(datasets, "demo-v1")
+
+
+def test_schedule_never_reads_outside_the_datasets_folder(tmp_path: Path) -> None:
+    datasets = DatasetsResource(root=str(tmp_path / "datasets"))
+    problem = version_problem(datasets, "../demo-v1")
+    assert problem is not None and "../demo-v1" in problem

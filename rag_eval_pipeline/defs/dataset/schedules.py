@@ -14,7 +14,8 @@ from dagster import (
     schedule,
 )
 
-from rag_eval_pipeline.datasets.versions import folder_signature
+from rag_eval_pipeline.datasets.errors import InvalidVersionName
+from rag_eval_pipeline.datasets.versions import folder_signature, version_dir
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
@@ -29,9 +30,15 @@ _problems: dict[tuple[str, int, int, str], tuple[str, str | None]] = {}
 
 def version_problem(datasets: DatasetsResource, version: str) -> str | None:
     """`datasets.problem(version)`, read again only when the folder's signature (names, sizes,
-    modification times of its files) changed since the last tick in this process."""
+    modification times of its files) changed since the last tick in this process (the code
+    server's, which evaluates every tick of a running deployment). A name that would escape
+    the datasets folder is a problem, never read."""
+    try:
+        folder = version_dir(Path(datasets.root), version)
+    except InvalidVersionName as error:
+        return str(error)
     key = (datasets.root, datasets.max_file_mb, datasets.max_text_chars, version)
-    signature = folder_signature(Path(datasets.root) / version)
+    signature = folder_signature(folder)
     cached = _problems.get(key)
     if cached is not None and cached[0] == signature:
         return cached[1]
