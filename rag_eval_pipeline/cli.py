@@ -148,6 +148,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     versions, problems = _register_valid_versions(instance, datasets, versions)
     if problems and args.dataset_version:
         return 2
+    if not versions and (scan.invalid or problems):
+        count = len(scan.invalid) + len(problems)
+        print(
+            terminal_text(
+                f"no valid dataset version to evaluate: all {count} folder(s) under "
+                f"{datasets.root} are invalid (reasons above)"
+            ),
+            file=sys.stderr,
+        )
+        return 2
     if args.from_date:
         return _launch_backfill(instance, versions, args)
     return _materialize_date(instance, versions, args, selection)

@@ -77,6 +77,18 @@ def evaluation_resources(tmp_path: Path, embedder: Embedder, **overrides: object
     return resources
 
 
+def loopback_llm(base_url: str, model: str, tmp_path: Path, **settings: object) -> LLMResource:
+    """An `LLMResource` for `model` ("openai/...") on the loopback OpenAI server at `base_url`,
+    its reply cache under `tmp_path`; `settings` override the other fields."""
+    return LLMResource(
+        model=model,
+        api_base=base_url,
+        api_key="sk-test",
+        cache_dir=str(tmp_path / "llm-cache"),
+        **settings,
+    )
+
+
 def materialize_demo_assets(
     instance: DagsterInstance,
     tmp_path: Path,

@@ -11,7 +11,7 @@ import pytest
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.generation import answer_checks, reference_scores
+from rag_eval_pipeline.evaluation.generation import answer_checks, ideal_contexts, reference_scores
 
 
 def dataset() -> GoldenDataset:
@@ -80,3 +80,33 @@ def test_an_invalid_expected_pattern_names_file_row_and_column(tmp_path: Path) -
     (tmp_path / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
     with pytest.raises(DatasetError, match=r"queries.jsonl, row 2 \(line 2\), column "):
         load_dataset(tmp_path, "t")
+
+
+def test_tier2_answer_checks_cite_the_ideal_context_by_hand() -> None:
+    golden = dataset()
+    corpus = pd.DataFrame({"doc_id": [f"d{i}" for i in range(1, 6)], "text": list("abcde")})
+    golden = GoldenDataset(version="t", queries=golden.queries, qrels=golden.qrels, corpus=corpus)
+    ideal = ideal_contexts(golden)
+    # q3's only judged document has grade 0: no ideal context, no question
+    assert ideal["query_id"].tolist() == ["q1", "q2", "q4"]
+    assert [list(ids) for ids in ideal["context_doc_ids"]] == [["d1"], ["d2", "d3"], ["d5"]]
+    frame = ideal.assign(system="gen", answer=["555-123-4567", "eu-west [2] [3]", "No [1]."])
+    rows = answer_checks(frame, golden, sources="context_doc_ids")
+    got = {(r.query_id, r.metric): r.score for r in rows.itertuples()}
+    assert got == {
+        # q1 matches its anchored pattern; q4 has none
+        ("q1", "regex_match"): 1.0,
+        # q1 cites nothing of its relevant context [d1]: recall 0, F1 0, no precision
+        ("q1", "citation_recall"): 0.0,
+        ("q1", "citation_f1"): 0.0,
+        # q2: [2] = d3 (relevant), [3] is out of its 2-document context: P = 1/2, R = 1/2
+        ("q2", "citation_precision"): 0.5,
+        ("q2", "citation_recall"): 0.5,
+        ("q2", "citation_f1"): 0.5,
+        # q4: [1] = d5, its one relevant document
+        ("q4", "citation_precision"): 1.0,
+        ("q4", "citation_recall"): 1.0,
+        ("q4", "citation_f1"): 1.0,
+    }
+    no_sources = answer_checks(frame.drop(columns="context_doc_ids"), golden, "context_doc_ids")
+    assert no_sources["metric"].tolist() == ["regex_match"]

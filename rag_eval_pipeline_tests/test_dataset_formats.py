@@ -402,3 +402,20 @@ def test_rag_eval_validate_prints_the_versions_settings(tmp_path: Path) -> None:
     assert "Dataset version 'ragas-v1' is valid:" in stdout
     assert "  n_answers: 2" in stdout
     assert "  relevance_level: 2, system: logged" in stdout
+
+
+def test_rag_eval_run_where_every_folder_is_invalid_exits_2(tmp_path: Path) -> None:
+    root = tmp_path / "datasets"
+    broken_version(root)
+    (root / "bad name").mkdir()
+    stderr = rag_eval(tmp_path, tmp_path / "home", "run", exit_code=2)
+    lines = stderr.strip().splitlines()
+    assert lines[0].startswith("skipping dataset folder 'bad name': ")
+    assert lines[1] == (
+        "invalid dataset version 'broken': qrels.csv, row 1 (line 2), column 'query_id': "
+        "unknown id 'nope-42': not in queries"
+    )
+    assert lines[2:] == [
+        f"no valid dataset version to evaluate: all 2 folder(s) under {root} are invalid "
+        "(reasons above)"
+    ]

@@ -1,5 +1,6 @@
 """Dagster wiring on a real temporary instance: partitions, Parquet paths, sensor, schedule."""
 
+import os
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +17,11 @@ from dagster import (
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, defs
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
+from rag_eval_pipeline.defs.dataset.schedules import (
+    INVALID_VERSIONS_TAG,
+    daily_evaluation_schedule,
+    version_problem,
+)
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
@@ -97,7 +102,64 @@ def test_schedule_requests_one_run_per_registered_version(
 ) -> None:
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1", "demo-v2"])
     context = build_schedule_context(
-        instance=dagster_instance, scheduled_execution_time=datetime(2026, 11, 21, 2, 0)
+        instance=dagster_instance,
+        scheduled_execution_time=datetime(2026, 11, 21, 2, 0),
+        resources={"datasets": DatasetsResource(root=str(DATASETS_DIR))},
     )
     requests = daily_evaluation_schedule(context)
     assert [r.partition_key for r in requests] == ["demo-v1|2026-11-21", "demo-v2|2026-11-21"]
+    assert all(INVALID_VERSIONS_TAG not in r.tags for r in requests)
+
+
+def test_schedule_skips_a_registered_version_that_no_longer_validates(
+    tmp_path: Path, dagster_instance: DagsterInstance
+) -> None:
+    root = tmp_path / "datasets"
+    shutil.copytree(DATASETS_DIR / "demo-v1", root / "demo-v1")
+    shutil.copytree(DATASETS_DIR / "demo-v1", root / "broken-v1")
+    queries = root / "broken-v1" / "queries.jsonl"
+    lines = queries.read_text().splitlines()
+    queries.write_text("\n".join([lines[0], '{"query_id": "q999"', *lines[1:]]) + "\n")
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["broken-v1", "demo-v1"])
+    datasets = DatasetsResource(root=str(root))
+    context = build_schedule_context(
+        instance=dagster_instance,
+        scheduled_execution_time=datetime(2026, 11, 22, 2, 0),
+        resources={"datasets": datasets},
+    )
+    requests = daily_evaluation_schedule(context)
+    assert [r.partition_key for r in requests] == ["demo-v1|2026-11-22"]
+    reported = requests[0].tags[INVALID_VERSIONS_TAG]
+    assert reported.startswith("'broken-v1': ") and "queries.jsonl" in reported
+    assert "line 2" in reported or "row 2" in reported
+
+    shutil.rmtree(root / "demo-v1")
+    skipped = daily_evaluation_schedule(context)
+    assert isinstance(skipped, SkipReason)
+    assert "No registered dataset version validates" in skipped.skip_message
+    assert "'broken-v1'" in skipped.skip_message and "'demo-v1'" in skipped.skip_message
+
+    queries.write_text("\n".join(lines) + "\n")
+    (root / "demo-v1").mkdir()
+    repaired = daily_evaluation_schedule(context)
+    assert [r.partition_key for r in repaired] == ["broken-v1|2026-11-22"]
+
+
+def test_schedule_does_not_reread_an_unchanged_folder(tmp_path: Path) -> None:
+    root = tmp_path / "datasets"
+    shutil.copytree(DATASETS_DIR / "demo-v1", root / "demo-v1")
+    datasets = DatasetsResource(root=str(root))
+    assert version_problem(datasets, "demo-v1") is None
+    queries = root / "demo-v1" / "queries.jsonl"
+    stat = queries.stat()
+    queries.write_bytes(b"x" * stat.st_size)
+    os.utime(queries, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert version_problem(datasets, "demo-v1") is None
+    os.utime(queries, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert "queries.jsonl" in version_problem(datasets, "demo-v1")
+
+
+def test_schedule_never_reads_outside_the_datasets_folder(tmp_path: Path) -> None:
+    datasets = DatasetsResource(root=str(tmp_path / "datasets"))
+    problem = version_problem(datasets, "../demo-v1")
+    assert problem is not None and "../demo-v1" in problem

@@ -7,9 +7,8 @@ from typing import Any
 
 from dagster import DagsterInstance
 
-from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline_tests.conftest import materialize_demo_assets
+from rag_eval_pipeline_tests.conftest import loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 SHOW = {"golden_dataset", "show_judge_quality"}
@@ -24,12 +23,7 @@ def test_show_judge_errors_match_metadata_and_unpriced_cost_is_unknown(
     tmp_path: Path, embedder: Embedder, dagster_instance: DagsterInstance
 ) -> None:
     with run_openai_server(responder=unreadable) as server:
-        judge = LLMResource(
-            model="openai/unpriced-judge",
-            api_base=server.base_url,
-            api_key="sk-test",
-            cache_dir=str(tmp_path / "llm-cache"),
-        )
+        judge = loopback_llm(server.base_url, "openai/unpriced-judge", tmp_path)
         result = materialize_demo_assets(
             dagster_instance, tmp_path, embedder, SHOW, judge_llm=judge
         )

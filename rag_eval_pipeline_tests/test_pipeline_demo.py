@@ -6,6 +6,7 @@ the regression check, the alert sensor (with a real webhook on 127.0.0.1) and th
 UI plots are all checked against these two real runs.
 """
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.metrics.correlation import RAGAS_METRICS
+from rag_eval_pipeline.reporting.html_report import format_value
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
@@ -273,6 +276,48 @@ def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> Non
     header = table.splitlines()[0]
     for metric in ("context_precision", "faithfulness", "answer_relevance", "answer_correctness"):
         assert metric in header
+
+
+def test_tier2_scores_regex_match_and_citations_against_the_ideal_context(demo: DemoRuns) -> None:
+    judgments = read(demo, "generation_judgments")
+    generations = read(demo, "ideal_context_generations")
+    queries = pd.read_json(DATASETS_DIR / VERSION / "queries.jsonl", lines=True)
+    with_pattern = set(queries.loc[queries["expected_pattern"].notna(), "query_id"])
+    regex = judgments[judgments["metric"] == "regex_match"]
+    assert set(regex["query_id"]) == with_pattern & set(generations["query_id"]) != set()
+    # every ideal context holds a relevant document, so recall is defined for every answer
+    recall = judgments[judgments["metric"] == "citation_recall"]
+    assert len(recall) == generations["answer"].notna().sum()
+    # precision is defined for answers that cite (the offline generator writes no markers)
+    citing = generations["answer"].fillna("").str.contains(r"\[\s*\d+(?:\s*,\s*\d+)*\s*\]")
+    assert (judgments["metric"] == "citation_precision").sum() == citing.sum()
+    scorecard = read(demo, "evaluation_scorecard").set_index(["tier", "metric"])
+    for metric in ("avg_regex_match", "avg_citation_recall", "avg_citation_f1"):
+        assert 0 <= scorecard.loc[("tier2_generation", metric), "value"].item() <= 1, metric
+
+
+def test_the_report_shows_each_systems_correlation_matrix(demo: DemoRuns) -> None:
+    page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY1}.html").read_text()
+    section = page[page.index('<section id="correlations">') :]
+    section = section[: section.index("</section>")]
+    judgments = read(demo, "e2e_judgments")
+    systems = sorted(judgments["system"].unique())
+    assert re.findall(r"<h3>(.*?)</h3>", section) == systems
+    for system in systems:
+        table = section[section.index(f"<h3>{system}</h3>") :]
+        table = table[: table.index("</table>")]
+        wide = judgments[judgments["system"] == system].pivot_table(
+            index="query_id", columns="metric", values="score", aggfunc="first"
+        )
+        present = [m for m in RAGAS_METRICS if m in wide.columns]
+        assert len(present) >= 4
+        expected = wide[present].corr(min_periods=3)
+        for metric in present:
+            cells = "".join(
+                f'<td class="num">{format_value(expected.loc[metric, other])}</td>'
+                for other in present
+            )
+            assert f"<tr><th><code>{metric}</code></th>{cells}</tr>" in table, (system, metric)
 
 
 def test_rater_export_writes_the_next_labels_file(demo: DemoRuns) -> None:

@@ -317,3 +317,38 @@ def test_a_model_change_is_shown_next_to_delta_not_as_a_regression(
     scorecard = render_report(data).split('id="scorecard"')[1].split("</section>")[0]
     row = next(r for r in scorecard.split("<tr") if "consistency_score" in r)
     assert "(judge changed)" in row and "delta-regressed" not in row
+
+
+def test_the_correlation_matrix_is_read_from_e2e_judgments_by_hand(
+    store: WarehouseStore,
+) -> None:
+    scores = {
+        "faithfulness": [1, 2, 3, 4],
+        "answer_relevance": [1, 3, 2, 4],
+        "answer_correctness": [4, 3, 2, 1],
+        "context_recall": [4, 4, 4, 4],
+        "coherence": [1, 1, 2, 2],
+    }
+    judgments = pd.DataFrame(
+        [
+            {"system": EVIL, "query_id": f"q{i}", "metric": metric, "score": value / 4}
+            for metric, values in scores.items()
+            for i, value in enumerate(values)
+        ]
+    )
+    write_parquet_atomically(judgments, store.partition_path("e2e_judgments", "v1", D3))
+    page = report(store)
+    section = page[page.index('<section id="correlations">') :]
+    section = section[: section.index("</section>")]
+    assert "<h3>&lt;script&gt;alert(1)&lt;/script&gt;</h3>" in section and EVIL not in page
+    # r(faithfulness, answer_relevance) = Σdx·dy / Σdx² = 4 / 5; correctness reverses faithfulness;
+    # context_recall is constant (undefined); coherence is not a RAGAS-style metric
+    expected = {
+        "context_recall": ["—", "—", "—", "—"],
+        "faithfulness": ["—", "1.000", "0.800", "-1.000"],
+        "answer_relevance": ["—", "0.800", "1.000", "-0.800"],
+        "answer_correctness": ["—", "-1.000", "-0.800", "1.000"],
+    }
+    rows = re.findall(r"<tr><th><code>(\w+)</code></th>(.*?)</tr>", section)
+    assert {metric: re.findall(r">([^<]*)</td>", cells) for metric, cells in rows} == expected
+    assert 'id="correlations"' not in report(store, D2)  # no e2e_judgments stored that day

@@ -315,17 +315,21 @@ def context_relevance_rows(frame: pd.DataFrame, embedder: Embedder) -> pd.DataFr
     return judged.assign(error=np.where(np.isnan(scores), "no contexts", None))
 
 
-def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
-    """Deterministic checks of the system's answers, as long judgment rows:
+def answer_checks(
+    frame: pd.DataFrame, dataset: GoldenDataset, sources: str = "retrieved_doc_ids"
+) -> pd.DataFrame:
+    """Deterministic checks of answers, as long judgment rows:
 
     - `regex_match` (0/1, `metrics.text.regex_match`, whole-output semantics) for questions
       with an `expected_pattern` in the queries table;
     - `citation_precision`, `citation_recall`, `citation_f1` of the answer's `[n]` markers
-      (`[n]` = the n-th retrieved document) against the version's relevant qrels, for
-      answers that cite at least one source (precision and F1) or that had a relevant
-      document retrieved (recall); undefined values get no row, not an error.
+      (`[n]` = the n-th document of the `sources` column: the retrieved documents in Tier 3,
+      `context_doc_ids`, the ideal context, in Tier 2) against the version's relevant qrels,
+      for answers that cite at least one source (precision and F1) or whose sources hold a
+      relevant document (recall); undefined values get no row, not an error. No citation rows
+      when `frame` has no `sources` column.
 
-    Rows whose answer is missing are error rows (`no answer to score`).
+    Regex rows whose answer is missing are error rows (`no answer to score`).
     """
     parts = []
     queries = dataset.queries.set_index("query_id")
@@ -341,11 +345,11 @@ def answer_checks(frame: pd.DataFrame, dataset: GoldenDataset) -> pd.DataFrame:
             scorer_rows(rows, "regex_match", scores, TEXT_SCORERS["regex_match"], no_answer)
         )
     answered = frame[frame["answer"].notna()]
-    if not answered.empty:
+    if not answered.empty and sources in answered.columns:
         relevant = dataset.relevant_qrels.groupby("query_id")["doc_id"].agg(set)
         citations = citation_scores(
             answered["answer"].astype(str).tolist(),
-            [list(ids) for ids in answered["retrieved_doc_ids"]],
+            [list(ids) for ids in answered[sources]],
             [relevant.get(query_id, set()) for query_id in answered["query_id"]],
         )
         for metric in CITATION_METRICS:

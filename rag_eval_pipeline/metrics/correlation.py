@@ -8,6 +8,14 @@ import numpy as np
 import pandas as pd
 
 MIN_PAIRS = 3
+# The RAGAS walkthrough's metrics, in the order of its correlation matrix.
+RAGAS_METRICS = (
+    "context_precision",
+    "context_recall",
+    "faithfulness",
+    "answer_relevance",
+    "answer_correctness",
+)
 
 
 def correlation_matrix(values: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
@@ -30,3 +38,25 @@ def correlation_matrix(values: pd.DataFrame, metrics: Sequence[str]) -> pd.DataF
                 continue
             matrix[i, j] = matrix[j, i] = float(np.corrcoef(x, y)[0, 1])
     return pd.DataFrame(matrix, index=present, columns=present)
+
+
+def correlations_by_system(
+    judgments: pd.DataFrame, metrics: Sequence[str] = RAGAS_METRICS
+) -> dict[str, pd.DataFrame]:
+    """Per system, `correlation_matrix` of `metrics` over its questions.
+
+    `judgments` is long (`system`, `query_id`, `metric`, `score`); a (system, question, metric)
+    judged more than once counts its first score. Systems none of whose rows hold one of
+    `metrics` are left out; an empty table gives an empty dict. Systems come sorted.
+    """
+    if judgments.empty:
+        return {}
+    wide = judgments.pivot_table(
+        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
+    )
+    matrices = {}
+    for system, rows in wide.groupby(level="system"):
+        matrix = correlation_matrix(rows, metrics)
+        if not matrix.empty:
+            matrices[str(system)] = matrix
+    return matrices

@@ -31,10 +31,12 @@ import pandas as pd
 
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
+from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.reporting.escaping import html_text
 from rag_eval_pipeline.storage.warehouse import SCORECARD_ASSET, Baseline, WarehouseStore
 
 DATASET_TIER = "dataset"
+E2E_JUDGMENTS_ASSET = "e2e_judgments"
 # The tiers whose system is a model name (see the tier assets), shown in the header.
 MODEL_TIERS = {
     "Embedder": "tier0_embedding",
@@ -78,7 +80,8 @@ class ReportData:
     `date` (this partition's included); `alerts` the version's recorded regression alerts;
     `cross_version` the headline rows of the latest scorecard on or before `date` of every
     version (with their `dataset_version` and `date`); `regressions` the partition's alerted
-    rows of `metric_regressions` and `comparisons` all its rows.
+    rows of `metric_regressions` and `comparisons` all its rows; `correlations` the Pearson
+    matrix of the RAGAS-style metrics over the partition's questions, per system.
     """
 
     version: str
@@ -92,6 +95,7 @@ class ReportData:
     headline_metrics: Sequence[str]
     generated_at: datetime
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
+    correlations: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,7 @@ def collect_report_data(
         if card is not None:
             latest.append(headline_rows(card, other, dates[-1]))
     this = headline_rows(current, version, date)
+    judgments = store.read_partition(E2E_JUDGMENTS_ASSET, version, date)
     return ReportData(
         version=version,
         date=date,
@@ -191,6 +196,7 @@ def collect_report_data(
         headline_metrics=headline,
         generated_at=generated_at,
         comparisons=regressions,
+        correlations={} if judgments is None else correlations_by_system(judgments),
     )
 
 
@@ -515,6 +521,22 @@ def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
 
 
+def correlations_html(correlations: Mapping[str, pd.DataFrame]) -> str:
+    """One square table per system: Pearson r of each pair of metrics, `—` where undefined."""
+    tables = []
+    for system, matrix in correlations.items():
+        body = [
+            f"<tr><th><code>{html_text(metric)}</code></th>"
+            + "".join(f'<td class="num">{format_value(r)}</td>' for r in row)
+            + "</tr>"
+            for metric, row in zip(matrix.index, matrix.to_numpy(dtype=float), strict=True)
+        ]
+        headers = ["Metric", *matrix.columns]
+        table = _table(headers, body, set(range(1, len(headers))), "correlations compact")
+        tables.append(f"<h3>{html_text(system)}</h3>{table}")
+    return "".join(tables)
+
+
 def regressions_html(
     regressions: pd.DataFrame, baseline: Baseline | None, headline_metrics: Sequence[str]
 ) -> str:
@@ -784,6 +806,16 @@ def render_report(data: ReportData) -> str:
         '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
         f"scorecard of each version on or before {html_text(data.date)}.</p>"
         f"{cross_version_html(data.cross_version, data.version, data.headline_metrics)}</section>",
+        *(
+            [
+                '<section id="correlations"><h2>Metric correlations</h2><p class="lead">Pearson '
+                "r of the RAGAS-style metrics over this partition's questions (pairs both "
+                "scored; — with fewer than 3 or a constant metric).</p>"
+                f"{correlations_html(data.correlations)}</section>"
+            ]
+            if data.correlations
+            else []
+        ),
         '<section id="full-scorecard"><details><summary>Full scorecard '
         f"({len(data.scorecard)} rows)</summary>{full_scorecard_html(data.scorecard)}</details>"
         "</section>",

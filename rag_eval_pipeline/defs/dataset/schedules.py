@@ -1,6 +1,10 @@
-"""The daily schedule: one evaluation run per registered dataset version for the new date."""
+"""The daily schedule: one evaluation run per registered dataset version for the new date.
+
+Each registered version is validated again at tick time (a folder can break after it was
+registered); invalid ones get no run, and the tick says why instead of a run failing nightly."""
 
 import os
+from pathlib import Path
 
 from dagster import (
     DefaultScheduleStatus,
@@ -10,11 +14,37 @@ from dagster import (
     schedule,
 )
 
+from rag_eval_pipeline.datasets.errors import InvalidVersionName
+from rag_eval_pipeline.datasets.versions import folder_signature, version_dir
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
 SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")
+INVALID_VERSIONS_TAG = "rag_eval/invalid_versions"
+MAX_TAG_CHARS = 2000
+
+_problems: dict[tuple[str, int, int, str], tuple[str, str | None]] = {}
+
+
+def version_problem(datasets: DatasetsResource, version: str) -> str | None:
+    """`datasets.problem(version)`, read again only when the folder's signature (names, sizes,
+    modification times of its files) changed since the last tick in this process (the code
+    server's, which evaluates every tick of a running deployment). A name that would escape
+    the datasets folder is a problem, never read."""
+    try:
+        folder = version_dir(Path(datasets.root), version)
+    except InvalidVersionName as error:
+        return str(error)
+    key = (datasets.root, datasets.max_file_mb, datasets.max_text_chars, version)
+    signature = folder_signature(folder)
+    cached = _problems.get(key)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
+    problem = datasets.problem(version)
+    _problems[key] = (signature, problem)
+    return problem
 
 
 @schedule(
@@ -22,18 +52,34 @@ SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")
     cron_schedule=DAILY_CRON,
     execution_timezone=SCHEDULE_TIMEZONE,
     default_status=DefaultScheduleStatus.RUNNING,
-    description="Every day (02:00 by default), evaluate every registered dataset version.",
+    description=(
+        "Every day (02:00 by default), evaluate every registered dataset version whose folder "
+        "still validates; invalid versions are skipped and reported in the tick."
+    ),
 )
-def daily_evaluation_schedule(context: ScheduleEvaluationContext) -> list[RunRequest] | SkipReason:
-    versions = context.instance.get_dynamic_partitions(DATASET_VERSION)
+def daily_evaluation_schedule(
+    context: ScheduleEvaluationContext, datasets: DatasetsResource
+) -> list[RunRequest] | SkipReason:
+    versions = sorted(context.instance.get_dynamic_partitions(DATASET_VERSION))
     if not versions:
         return SkipReason("No dataset versions registered yet (see dataset_version_sensor).")
+    problems = {version: version_problem(datasets, version) for version in versions}
+    invalid = {version: problem for version, problem in problems.items() if problem is not None}
+    reasons = "; ".join(f"{version!r}: {problem}" for version, problem in invalid.items())
+    valid = [version for version in versions if version not in invalid]
+    if not valid:
+        return SkipReason(f"No registered dataset version validates. Invalid versions: {reasons}")
+    for version, problem in invalid.items():
+        context.log.warning(f"Dataset version {version!r} skipped (invalid): {problem}")
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
+    tags = {"rag_eval/trigger": "daily_schedule"}
+    if invalid:
+        tags[INVALID_VERSIONS_TAG] = reasons[:MAX_TAG_CHARS]
     return [
         RunRequest(
             run_key=f"{version}|{day}",
             partition_key=evaluation_partition_key(version, day),
-            tags={"rag_eval/trigger": "daily_schedule"},
+            tags=tags,
         )
-        for version in sorted(versions)
+        for version in valid
     ]

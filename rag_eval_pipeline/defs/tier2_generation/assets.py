@@ -13,6 +13,7 @@ from rag_eval_pipeline.evaluation.composite import composite_rows, describe, loa
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     REFERENCE_FREE,
+    answer_checks,
     generate,
     ideal_contexts,
     judge_answers,
@@ -68,11 +69,14 @@ def ideal_context_generations(
     description=(
         "One row per (question, metric): LLM-judge faithfulness and answer relevance (rubric "
         "and RAGAS variant), ROUGE-1/2/L F1, sentence BLEU, exact match, semantic "
-        "similarity, and the composite score (config/composite.yaml)."
+        "similarity, regex match against the queries' expected_pattern, citation "
+        "precision/recall/F1 of [n] markers (n-th document of the ideal context), and the "
+        "composite score (config/composite.yaml)."
     ),
 )
 def generation_judgments(
     context: AssetExecutionContext,
+    golden_dataset: dict[str, pd.DataFrame],
     ideal_context_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
@@ -86,6 +90,11 @@ def generation_judgments(
         [
             judged,
             reference_scores(ideal_context_generations, model),
+            answer_checks(
+                ideal_context_generations,
+                as_dataset(context, golden_dataset),
+                sources="context_doc_ids",
+            ),
             refusal_scores(ideal_context_generations, judged),
         ],
         ignore_index=True,

@@ -21,18 +21,11 @@ from rag_eval_pipeline.evaluation.generation import (
     refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
-from rag_eval_pipeline.metrics.correlation import correlation_matrix
+from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 
 TIER = "tier3_e2e"
-CORRELATED_METRICS = (
-    "context_precision",
-    "context_recall",
-    "faithfulness",
-    "answer_relevance",
-    "answer_correctness",
-)
 E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
 
 
@@ -175,13 +168,9 @@ def e2e_quality(
 
 def correlation_metadata(judgments: pd.DataFrame) -> dict[str, MetadataValue]:
     """Per system, the Pearson correlation matrix of the RAGAS-style metrics over questions."""
-    wide = judgments.pivot_table(
-        index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
-    )
-    metadata = {}
-    for system, rows in wide.groupby(level="system"):
-        matrix = correlation_matrix(rows, CORRELATED_METRICS)
-        if not matrix.empty:
-            table = matrix.reset_index(names="metric")
-            metadata[f"correlations/{system}"] = MetadataValue.md(markdown_table(table))
-    return metadata
+    return {
+        f"correlations/{system}": MetadataValue.md(
+            markdown_table(matrix.reset_index(names="metric"))
+        )
+        for system, matrix in correlations_by_system(judgments).items()
+    }
