@@ -45,6 +45,7 @@ from dagster import (
 from upath import UPath
 
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
+from rag_eval_pipeline.datasets.values import as_chunks
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
@@ -56,7 +57,6 @@ from rag_eval_pipeline.defs.tier2_generation.assets import (
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import REFERENCE_FREE
-from rag_eval_pipeline.judges.judge import as_chunks
 from rag_eval_pipeline.judges.prompts import (
     answer_relevance_prompt,
     answer_relevance_ragas_prompt,

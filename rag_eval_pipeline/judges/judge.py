@@ -9,7 +9,7 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 
 - `score` is a float in [0, 1], NaN **only** together with a non-null `error`;
 - `error` says why a row has no score: a missing input (`missing answer`), an undefined metric
-  (`no claims`, `no contexts`), a prompt over `prompts.MAX_PROMPT_CHARS` that is never sent
+  (`no claims`, `no contexts`), a prompt over `llm.prompts.MAX_PROMPT_CHARS` that is never sent
   (`prompt too long: ...`), a failed call (`llm call failed: ...`), an unreadable reply
   (`unparseable reply: ...` when no JSON object or score is found, `invalid reply: ...` when the
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
@@ -17,7 +17,7 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 - `latency_ms`, `judge_model`, `judge_version` (the prompt set or heuristic version), `cached`,
   `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained;
 - `truncated` is True when the row's texts exceed what the judge reads (the offline judge's
-  bounds `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), so it may have scored only a
+  bounds `embedding.sentences.MAX_JUDGED_CHARS` and `MAX_SENTENCES`), so it may have scored only a
   part of them; False otherwise (always for the LLM judge, which sends texts whole).
 
 Inputs: a missing (None/NaN) or blank question or ground truth and a missing answer give an
@@ -37,10 +37,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.datasets.values import (
+    aligned,
+    as_chunks,
+    as_text,
+    missing_answer,
+    missing_input,
+)
 from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object, parse_score
 from rag_eval_pipeline.judges.prompts import (
     PROMPT_VERSION,
-    Messages,
     answer_correctness_prompt,
     answer_relevance_prompt,
     answer_relevance_ragas_prompt,
@@ -49,8 +55,8 @@ from rag_eval_pipeline.judges.prompts import (
     context_recall_prompt,
     e2e_score_prompt,
     faithfulness_prompt,
-    oversized,
 )
+from rag_eval_pipeline.llm.prompts import Messages, oversized
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
     UndefinedScoreError,
@@ -173,46 +179,6 @@ class Judge(Protocol):
         *,
         use_cache: bool = True,
     ) -> pd.DataFrame: ...
-
-
-def is_missing(value: Any) -> bool:
-    """None, NaN and pandas NA count as missing."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def as_text(value: Any) -> str | None:
-    """The value as a string, None when missing."""
-    return None if is_missing(value) else str(value)
-
-
-def as_chunks(value: Any) -> list[str]:
-    """A row's retrieved chunks as a list of strings (missing → none; one string → one chunk)."""
-    if isinstance(value, str):
-        return [value]
-    if is_missing(value):
-        return []
-    return [str(chunk) for chunk in value]
-
-
-def missing_input(**texts: str | None) -> str | None:
-    """`missing <name>` for the first None or blank text, None when all are present."""
-    for name, text in texts.items():
-        if text is None or not text.strip():
-            return f"missing {name}"
-    return None
-
-
-def missing_answer(answer: str | None) -> str | None:
-    """`missing answer` for None; an empty answer is still an answer (the system said nothing)."""
-    return "missing answer" if answer is None else None
-
-
-def aligned(**columns: Sequence[Any]) -> int:
-    """The common length of the input columns; differing lengths raise `ValueError`."""
-    lengths = {name: len(column) for name, column in columns.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"input columns differ in length: {lengths}")
-    return next(iter(lengths.values()))
 
 
 def attempt(metric: Callable[..., float], *args: Any) -> tuple[float, str | None]:
@@ -356,7 +322,7 @@ def _context_recall(payload: dict[str, Any]) -> Interpretation:
 
 
 def _bounded(request: Messages | _Skip) -> Messages | _Skip:
-    """`request`, or a `_Skip` when it is a prompt over `prompts.MAX_PROMPT_CHARS` characters."""
+    """`request`, or a `_Skip` when it is a prompt over `MAX_PROMPT_CHARS` characters."""
     if isinstance(request, _Skip):
         return request
     problem = oversized(request)
@@ -590,7 +556,7 @@ class LLMJudge:
     ) -> list[_Call]:
         """Send every prompt in one batch; `parse` each reply (the JSON object by default).
 
-        A prompt longer than `prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
+        A prompt longer than `llm.prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
         `prompt too long`, so one huge dataset text cannot run up the provider bill."""
         requests = [_bounded(request) for request in requests]
         prompts = [request for request in requests if not isinstance(request, _Skip)]

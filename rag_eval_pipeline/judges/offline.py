@@ -51,38 +51,41 @@ inputs, the judge version, the embedder and the package code, like the LLM judge
 a new date or a backfill over unchanged answers reads it back (rows marked `cached`, with the
 latency measured when it was computed). `use_cache=False` (the consistency repeats) recomputes.
 
-`OfflineGenerator` is extractive: it answers with the context sentences most similar to the
-question. `LLMGenerator` answers with an LLM through the generator prompt. Both answer
-`NO_CONTEXT_ANSWER` ("I don't know.") when a row has no context, without calling anything.
+The generators of the systems under test live in `rag_eval_pipeline.systems.generators`; the
+sentence splitting, tokens and bounds in `rag_eval_pipeline.embedding.sentences`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import math
 import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.judges.judge import (
+from rag_eval_pipeline.datasets.values import (
     aligned,
     as_chunks,
     as_text,
-    attempt,
-    judgment_frame,
     missing_answer,
     missing_input,
 )
-from rag_eval_pipeline.judges.prompts import NO_CONTEXT_ANSWER, generator_prompt, oversized
+from rag_eval_pipeline.embedding.sentences import (
+    Sentences,
+    context_sentences,
+    embed_sentences,
+    exceeds_bounds,
+    split_sentences,
+    word_tokens,
+)
+from rag_eval_pipeline.judges.judge import attempt, judgment_frame
 from rag_eval_pipeline.metrics.ragas import (
     DEFAULT_CORRECTNESS_WEIGHTS,
     answer_correctness,
@@ -97,38 +100,12 @@ from rag_eval_pipeline.storage.code_version import code_digest
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
-    from rag_eval_pipeline.llm.client import LLMClient
     from rag_eval_pipeline.storage.result_cache import ResultCache
 
 JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
-OFFLINE_GENERATOR_MODEL = "offline-extractive-generator"
-
-GENERATION_COLUMNS: dict[str, str] = {
-    "answer": "str",
-    "generator_model": "str",
-    "latency_ms": "float64",
-    "error": "str",
-    "cached": "bool",
-    "prompt_tokens": "int64",
-    "completion_tokens": "int64",
-    "cost_usd": "float64",
-}
-
-# What the judge reads of each input: the sentences of a text's first `MAX_JUDGED_CHARS` characters,
-# at most `MAX_SENTENCES` of them per text (per row for a row's chunks). So the support matrix is
-# at most 256 × 256 and a 1 MB answer costs what a 20,000-character one does; rows cut short
-# have `truncated` set.
-MAX_JUDGED_CHARS = 20_000
-MAX_SENTENCES = 256
-
-# A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
-# whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
-_WORD = re.compile(r"\w+")
 _REFUSAL = re.compile(
     r"\b(?:i\s+(?:do\s+not|don[’']?t)\s+know|i[’']?m\s+not\s+sure|i\s+am\s+not\s+sure"
     r"|(?:cannot|can[’']?t|unable\s+to)\s+(?:answer|find|determine|say|tell)"
@@ -136,30 +113,6 @@ _REFUSAL = re.compile(
     r"|не\s+знаю|нет\s+информации|não\s+sei|não\s+há\s+informaç)",
     re.IGNORECASE,
 )
-
-
-def _all_sentences(text: str) -> list[str]:
-    pieces = _SENTENCE_BREAK.split(_CITATION.sub("", text))
-    return [piece.strip() for piece in pieces if _WORD.search(piece)]
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped;
-    only the first `MAX_SENTENCES` sentences of the first `MAX_JUDGED_CHARS` characters."""
-    return _all_sentences(text[:MAX_JUDGED_CHARS])[:MAX_SENTENCES]
-
-
-def exceeds_bounds(texts: Sequence[str]) -> bool:
-    """Whether the judge reads only part of `texts` (one text, or a row's chunks): a text longer
-    than `MAX_JUDGED_CHARS`, or more than `MAX_SENTENCES` sentences in all."""
-    if any(len(text) > MAX_JUDGED_CHARS for text in texts):
-        return True
-    return sum(len(_all_sentences(text)) for text in texts) > MAX_SENTENCES
-
-
-def word_tokens(text: str) -> list[str]:
-    """Case-folded `\\w+` tokens of any script, citation markers removed."""
-    return _WORD.findall(_CITATION.sub("", text).casefold())
 
 
 def token_f1(prediction: str, reference: str) -> float:
@@ -178,40 +131,7 @@ def is_noncommittal(answer: str) -> bool:
     return not sentences or (len(sentences) == 1 and _REFUSAL.search(sentences[0]) is not None)
 
 
-@dataclass(frozen=True)
-class _Sentences:
-    """The sentences of one text or row: unit-length embeddings and case-folded token sets."""
-
-    texts: list[str]
-    vectors: np.ndarray
-    tokens: list[frozenset[str]]
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-
-def _embed(embedder: Embedder, groups: Sequence[Sequence[str]]) -> list[_Sentences]:
-    """Embed the texts of every group in one batch; one `_Sentences` per group.
-
-    Each text is cut to its first `MAX_JUDGED_CHARS` characters before embedding: no vector
-    changes for a model that reads at most a few thousand tokens (all-MiniLM-L6-v2 reads 256),
-    and a megabyte is never tokenized."""
-    flat = [text[:MAX_JUDGED_CHARS] for group in groups for text in group]
-    vectors = np.asarray(embedder.encode(flat), dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-    bounds = np.cumsum([0, *(len(group) for group in groups)])
-    return [
-        _Sentences(
-            texts=list(group),
-            vectors=vectors[bounds[i] : bounds[i + 1]],
-            tokens=[frozenset(word_tokens(text)) for text in group],
-        )
-        for i, group in enumerate(groups)
-    ]
-
-
-def _cosine(left: _Sentences, right: _Sentences) -> float:
+def _cosine(left: Sentences, right: Sentences) -> float:
     """Cosine of the first text of each side (used for whole-text comparisons)."""
     return float(left.vectors[0] @ right.vectors[0])
 
@@ -295,7 +215,7 @@ class OfflineJudge:
             f"e2e_semantic_weight={self.e2e_semantic_weight})"
         )
 
-    def support(self, claims: _Sentences, evidence: _Sentences) -> np.ndarray:
+    def support(self, claims: Sentences, evidence: Sentences) -> np.ndarray:
         """Per claim sentence, its best support by an evidence sentence (NaN without evidence).
 
         support(s, e) = (1 − λ) · cos(E(s), E(e)) + λ · |T(s) ∩ T(e)| / |T(s)|.
@@ -327,7 +247,7 @@ class OfflineJudge:
             missing_input(question=as_text(q)) or missing_answer(a)
             for q, a in zip(questions, answer_texts, strict=True)
         ]
-        claims = _embed(
+        claims = embed_sentences(
             self.embedder,
             _unless(
                 problems,
@@ -337,7 +257,9 @@ class OfflineJudge:
                 ),
             ),
         )
-        evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
+        evidence = embed_sentences(
+            self.embedder, _unless(problems, map(context_sentences, contexts))
+        )
         rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
         return self._frame("faithfulness", rows, start, contexts, answer_texts)
 
@@ -351,8 +273,8 @@ class OfflineJudge:
         pairs = [(as_text(q), as_text(a)) for q, a in zip(questions, answers, strict=True)]
         problems = [missing_input(question=q) or missing_answer(a) for q, a in pairs]
         skipped = [p or is_noncommittal(a or "") for p, (_, a) in zip(problems, pairs, strict=True)]
-        question_vectors = _embed(self.embedder, _unless(skipped, ([q] for q, _ in pairs)))
-        answer_vectors = _embed(
+        question_vectors = embed_sentences(self.embedder, _unless(skipped, ([q] for q, _ in pairs)))
+        answer_vectors = embed_sentences(
             self.embedder,
             _unless(skipped, ([" ".join(split_sentences(a or ""))] for _, a in pairs)),
         )
@@ -382,7 +304,7 @@ class OfflineJudge:
             missing_input(question=as_text(q)) or missing_answer(a)
             for q, a in zip(questions, texts, strict=True)
         ]
-        sentences = _embed(
+        sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(a or "") for a in texts))
         )
         rows = []
@@ -409,8 +331,10 @@ class OfflineJudge:
         aligned(questions=questions, answers=answers)
         pairs = [(as_text(q), as_text(a)) for q, a in zip(questions, answers, strict=True)]
         problems = [missing_input(question=q) or missing_answer(a) for q, a in pairs]
-        question_vectors = _embed(self.embedder, _unless(problems, ([q] for q, _ in pairs)))
-        probes = _embed(
+        question_vectors = embed_sentences(
+            self.embedder, _unless(problems, ([q] for q, _ in pairs))
+        )
+        probes = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(a or "")[:n] for _, a in pairs))
         )
         rows = []
@@ -462,8 +386,12 @@ class OfflineJudge:
         ]
         answer_texts = [" ".join(split_sentences(a or "")) for _, a, _ in triples]
         skipped = [p or not a for p, a in zip(problems, answer_texts, strict=True)]
-        answer_vectors = _embed(self.embedder, _unless(skipped, ([a] for a in answer_texts)))
-        truth_vectors = _embed(self.embedder, _unless(skipped, ([g] for _, _, g in triples)))
+        answer_vectors = embed_sentences(
+            self.embedder, _unless(skipped, ([a] for a in answer_texts))
+        )
+        truth_vectors = embed_sentences(
+            self.embedder, _unless(skipped, ([g] for _, _, g in triples))
+        )
         weight = self.e2e_semantic_weight
         rows = []
         for i, (problem, (_, answer, truth)) in enumerate(zip(problems, triples, strict=True)):
@@ -505,11 +433,11 @@ class OfflineJudge:
             missing_input(question=as_text(q), ground_truth=g) or (None if c else "no contexts")
             for q, c, g in zip(questions, chunk_lists, truths, strict=True)
         ]
-        truth_sentences = _embed(
+        truth_sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
         chunk_sentences = iter(
-            _embed(
+            embed_sentences(
                 self.embedder,
                 [
                     split_sentences(chunk)
@@ -554,10 +482,12 @@ class OfflineJudge:
         aligned(contexts=contexts, ground_truths=ground_truths)
         truths = [as_text(g) for g in ground_truths]
         problems = [missing_input(ground_truth=g) for g in truths]
-        claims = _embed(
+        claims = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
-        evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
+        evidence = embed_sentences(
+            self.embedder, _unless(problems, map(context_sentences, contexts))
+        )
         rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
         return self._frame("context_recall", rows, start, contexts, truths)
 
@@ -578,8 +508,8 @@ class OfflineJudge:
         problems = [missing_input(ground_truth=g) or missing_answer(a) for a, g in pairs]
         answer_sentences = _unless(problems, (split_sentences(a or "") for a, _ in pairs))
         truth_sentences = _unless(problems, (split_sentences(g or "") for _, g in pairs))
-        statements = _embed(self.embedder, answer_sentences + truth_sentences)
-        whole = _embed(
+        statements = embed_sentences(self.embedder, answer_sentences + truth_sentences)
+        whole = embed_sentences(
             self.embedder,
             [
                 [" ".join(a), " ".join(g)] if a else []
@@ -703,173 +633,8 @@ def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[st
     return [[] if skip else group for skip, group in zip(skipped, groups, strict=True)]
 
 
-def _context_sentences(chunks: Any) -> list[str]:
-    """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
-    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
-    return list(itertools.islice(sentences, MAX_SENTENCES))
-
-
 def _over_bounds(*columns: Sequence[Any]) -> list[bool]:
     """Per row, whether the judge reads only part of one of its texts (see `exceeds_bounds`)."""
     return [
         any(exceeds_bounds(as_chunks(value)) for value in row) for row in zip(*columns, strict=True)
     ]
-
-
-class Generator(Protocol):
-    """Answers questions from retrieved contexts: one row per question (`GENERATION_COLUMNS`)."""
-
-    @property
-    def generator_model(self) -> str: ...
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame: ...
-
-
-def generation_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Generation rows → a DataFrame with `GENERATION_COLUMNS` and their dtypes."""
-    return pd.DataFrame(list(rows), columns=list(GENERATION_COLUMNS)).astype(GENERATION_COLUMNS)
-
-
-class OfflineGenerator:
-    """Extractive answers: the `max_sentences` context sentences closest to the question.
-
-    Sentences of all chunks are de-duplicated, ranked by cosine with the question (ties keep
-    the earlier sentence), and the top ones are joined in their context order. No context →
-    `NO_CONTEXT_ANSWER`. `latency_ms` is the batch time divided evenly over the rows.
-    """
-
-    def __init__(self, embedder: Embedder, max_sentences: int = 2) -> None:
-        if max_sentences < 1:
-            raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
-        self.embedder = embedder
-        self.max_sentences = max_sentences
-
-    @property
-    def generator_model(self) -> str:
-        """Always `OFFLINE_GENERATOR_MODEL`."""
-        return OFFLINE_GENERATOR_MODEL
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame:
-        """One extractive answer per question; `use_cache` has no effect."""
-        start = time.perf_counter()
-        aligned(questions=questions, contexts=contexts)
-        texts = [as_text(q) for q in questions]
-        problems = [missing_input(question=q) for q in texts]
-        candidates = [
-            [] if problem else list(dict.fromkeys(_context_sentences(chunks)))
-            for problem, chunks in zip(problems, contexts, strict=True)
-        ]
-        answerable = [bool(c) for c in candidates]
-        question_vectors = _embed(
-            self.embedder, [[q] if ok else [] for ok, q in zip(answerable, texts, strict=True)]
-        )
-        sentences = _embed(self.embedder, candidates)
-        rows = []
-        for i, problem in enumerate(problems):
-            if problem:
-                rows.append({"answer": None, "error": problem})
-            elif not answerable[i]:
-                rows.append({"answer": NO_CONTEXT_ANSWER, "error": None})
-            else:
-                similarity = sentences[i].vectors @ question_vectors[i].vectors[0]
-                ranked = sorted(range(len(similarity)), key=lambda j: (-similarity[j], j))
-                chosen = sorted(ranked[: self.max_sentences])
-                answer = " ".join(sentences[i].texts[j] for j in chosen)
-                rows.append({"answer": answer, "error": None})
-        latency_ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
-        common = {
-            "generator_model": self.generator_model,
-            "latency_ms": latency_ms,
-            "cached": False,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cost_usd": 0.0,
-        }
-        return generation_frame([row | common for row in rows])
-
-
-class LLMGenerator:
-    """Answers through an LLM with the generator prompt (numbered context, citations [n]).
-
-    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a prompt over
-    `MAX_PROMPT_CHARS` (never sent), a failed call or an empty reply gives a row with `answer`
-    None and `error` set.
-    """
-
-    def __init__(self, client: LLMClient) -> None:
-        self.client = client
-
-    @property
-    def generator_model(self) -> str:
-        """The litellm model string of the generator."""
-        return self.client.config.model
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame:
-        """One answer per question, all prompts sent as one batch."""
-        aligned(questions=questions, contexts=contexts)
-        texts = [as_text(q) for q in questions]
-        chunk_lists = [[c for c in as_chunks(chunks) if c.strip()] for chunks in contexts]
-        candidates = {
-            i: generator_prompt(q, chunks)
-            for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True))
-            if q and chunks
-        }
-        too_long = {i: oversized(prompt) for i, prompt in candidates.items() if oversized(prompt)}
-        asked = [i for i in candidates if i not in too_long]
-        prompts = [candidates[i] for i in asked]
-        replies = self.client.complete_many(prompts, use_cache=use_cache) if prompts else []
-        reply_of = dict(zip(asked, replies, strict=True))
-        base = {
-            "generator_model": self.generator_model,
-            "latency_ms": 0.0,
-            "cached": False,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cost_usd": 0.0,
-        }
-        rows = []
-        for i, question in enumerate(texts):
-            reply = reply_of.get(i)
-            if reply is None:
-                problem = missing_input(question=question) or too_long.get(i)
-                rows.append(
-                    base | {"answer": None if problem else NO_CONTEXT_ANSWER, "error": problem}
-                )
-                continue
-            if reply.error is not None:
-                answer, error = None, f"llm call failed: {reply.error}"
-            elif reply.text is None or not reply.text.strip():
-                answer, error = None, "empty reply"
-            else:
-                answer, error = reply.text.strip(), None
-            rows.append(
-                {
-                    "answer": answer,
-                    "error": error,
-                    "generator_model": reply.model or self.generator_model,
-                    "latency_ms": reply.latency_ms,
-                    "cached": reply.cached,
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                    "cost_usd": reply.cost_usd,
-                }
-            )
-        return generation_frame(rows)
