@@ -20,12 +20,10 @@ from rag_eval_pipeline.judges.judge import (
     LLMJudge,
     judgment_frame,
 )
-from rag_eval_pipeline.judges.prompts import (
-    PROMPT_VERSION,
-    PROMPTS,
-    context_precision_prompt,
-    faithfulness_prompt,
-)
+from rag_eval_pipeline.judges.metrics import PROMPTS
+from rag_eval_pipeline.judges.metrics.context_precision import context_precision_prompt
+from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
+from rag_eval_pipeline.judges.prompts import PROMPT_VERSION
 from rag_eval_pipeline.llm.client import LLMReply
 from rag_eval_pipeline.systems.generators import GENERATION_COLUMNS, NO_CONTEXT_ANSWER, LLMGenerator
 

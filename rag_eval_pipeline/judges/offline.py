@@ -1,4 +1,4 @@
-"""Deterministic judge and generators that need no network: the default `offline` LLM setting.
+"""The deterministic judge that needs no network: the default `offline` LLM setting.
 
 `OfflineJudge` implements the `Judge` protocol with sentence embeddings and lexical overlap, so
 every tier runs (and tests run) without an LLM. Its scores are heuristics, labeled
@@ -13,27 +13,12 @@ runs of any script. An evidence sentence e *supports* a claim sentence s when
 with E the embedder, T the token set, λ = `lexical_weight` (0.5) and `threshold` 0.6. The lexical
 half keeps the judge meaningful where the embedder is weak: the default all-MiniLM-L6-v2 is
 English-centric and gives unrelated Cyrillic sentences cosines near 0.6; λ = 0 is pure cosine.
-The metrics:
-
-- faithfulness: the answer's sentences are its claims (a noncommittal answer has none, so it
-  gets the error `no claims`); score = share of answer sentences supported by some context
-  sentence (RAGAS formula on those verdicts).
-- answer relevance: 0 for an empty or noncommittal answer, else clip(cos(q, a), 0, 1) with q, a
-  the embeddings of the question and the whole answer.
-- coherence: mean over consecutive answer sentences of clip(cos(s_i, s_i+1), 0, 1); 1 for a
-  single sentence, 0 for an answer without sentences (the LLM judge rates logical flow 1–5).
-- answer relevance (RAGAS variant): the first `n` answer sentences stand in for the questions an
-  LLM would generate back from the answer; score = clip(mean_i cos(q, sentence_i), 0, 1), 0 for
-  a noncommittal answer.
-- e2e usefulness: w · clip(cos(a, g), 0, 1) + (1 − w) · token F1(a, g), g the ground truth,
-  w = `e2e_semantic_weight` (0.5); token F1 is SQuAD's F1 over case-folded `\\w+` tokens
-  (any script, no stop-word removal); 0 for an empty answer.
-- context precision: chunk k is relevant (v_k = 1) when one of its sentences supports one of the
-  ground-truth sentences; score = RAGAS average precision of the verdicts.
-- context recall: share of ground-truth sentences supported by some context sentence.
-- answer correctness: TP = answer sentences supported by a ground-truth sentence, FP = the other
-  answer sentences, FN = ground-truth sentences supported by no answer sentence; RAGAS
-  answer correctness with semantic similarity clip(cos(a, g), 0, 1).
+Each metric's heuristic is defined, and scored, in its module of `rag_eval_pipeline.judges.metrics`
+(`heuristic_row`): faithfulness and context recall count claim sentences supported by the
+context, context precision marks chunks that support the ground truth, answer correctness sorts
+sentences into TP / FP / FN, answer relevance (both variants), e2e usefulness and coherence use
+cosines of whole texts or sentences (e2e adds token F1). The methods here batch the embeddings,
+compute the supports and build the frames.
 
 Bounded cost on any input: the judge reads the sentences of each text's first `MAX_JUDGED_CHARS`
 (20,000) characters, at most `MAX_SENTENCES` (256) per text or per row's context, so a support
@@ -41,10 +26,10 @@ matrix is at most 256 × 256 whatever the input; a row whose texts exceed these 
 `truncated` set (conservatively: also where a metric happened to need only the part it read).
 
 A noncommittal answer is an empty answer, or a one-sentence answer with a refusal phrase ("I
-don't know", "not enough information", "не знаю", "não sei", ...). `raw_reply` holds the
-heuristic's decisions as JSON in the schema the LLM judge's prompt asks for (plus supports),
-so failures are inspected the same way. Embeddings are computed in one batch per call, so
-`latency_ms` is the call's wall-clock time divided evenly over its rows.
+don't know", "not enough information", "не знаю", "não sei", ...; `heuristics.is_noncommittal`).
+`raw_reply` holds the heuristic's decisions as JSON in the schema the LLM judge's prompt asks
+for (plus supports), so failures are inspected the same way. Embeddings are computed in one
+batch per call, so `latency_ms` is the call's wall-clock time divided evenly over its rows.
 
 Given a `ResultCache`, the judge keeps each call's result under a digest of the metric, its
 inputs, the judge version, the embedder and the package code, like the LLM judge's reply cache:
@@ -61,9 +46,7 @@ import functools
 import hashlib
 import json
 import math
-import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -83,19 +66,20 @@ from rag_eval_pipeline.embedding.sentences import (
     embed_sentences,
     exceeds_bounds,
     split_sentences,
-    word_tokens,
 )
-from rag_eval_pipeline.judges.judge import attempt, judgment_frame
-from rag_eval_pipeline.metrics.ragas import (
-    DEFAULT_CORRECTNESS_WEIGHTS,
+from rag_eval_pipeline.judges.heuristics import is_noncommittal
+from rag_eval_pipeline.judges.judge import judgment_frame
+from rag_eval_pipeline.judges.metrics import (
     answer_correctness,
+    answer_relevance,
+    answer_relevance_ragas,
+    coherence,
     context_precision,
     context_recall,
-    factual_f1,
-    faithfulness_score,
-    ragas_answer_relevance,
-    validate_weights,
+    e2e_score,
+    faithfulness,
 )
+from rag_eval_pipeline.metrics.ragas import DEFAULT_CORRECTNESS_WEIGHTS, validate_weights
 from rag_eval_pipeline.storage.code_version import code_digest
 
 if TYPE_CHECKING:
@@ -106,42 +90,11 @@ JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
-_REFUSAL = re.compile(
-    r"\b(?:i\s+(?:do\s+not|don[’']?t)\s+know|i[’']?m\s+not\s+sure|i\s+am\s+not\s+sure"
-    r"|(?:cannot|can[’']?t|unable\s+to)\s+(?:answer|find|determine|say|tell)"
-    r"|no\s+(?:relevant\s+)?information|not\s+(?:enough|sufficient)\s+(?:information|context)"
-    r"|не\s+знаю|нет\s+информации|não\s+sei|não\s+há\s+informaç)",
-    re.IGNORECASE,
-)
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD token F1: harmonic mean of token precision and recall (multiset overlap)."""
-    predicted, expected = word_tokens(prediction), word_tokens(reference)
-    overlap = sum((Counter(predicted) & Counter(expected)).values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(predicted), overlap / len(expected)
-    return 2 * precision * recall / (precision + recall)
-
-
-def is_noncommittal(answer: str) -> bool:
-    """An empty answer, or a single sentence containing a refusal phrase."""
-    sentences = split_sentences(answer)
-    return not sentences or (len(sentences) == 1 and _REFUSAL.search(sentences[0]) is not None)
 
 
 def _cosine(left: Sentences, right: Sentences) -> float:
     """Cosine of the first text of each side (used for whole-text comparisons)."""
     return float(left.vectors[0] @ right.vectors[0])
-
-
-def _rounded(value: float) -> float | None:
-    return round(float(value), 4) if math.isfinite(value) else None
-
-
-def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
 
 
 def _plain(value: Any) -> Any:
@@ -251,17 +204,14 @@ class OfflineJudge:
             self.embedder,
             _unless(
                 problems,
-                (
-                    [] if is_noncommittal(a or "") else split_sentences(a or "")
-                    for a in answer_texts
-                ),
+                (faithfulness.offline_claims(a or "") for a in answer_texts),
             ),
         )
         evidence = embed_sentences(
             self.embedder, _unless(problems, map(context_sentences, contexts))
         )
-        rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
-        return self._frame("faithfulness", rows, start, contexts, answer_texts)
+        rows = self._claim_rows(problems, claims, evidence, faithfulness.heuristic_row)
+        return self._frame(faithfulness.NAME, rows, start, contexts, answer_texts)
 
     @remembered
     def answer_relevance(
@@ -283,13 +233,9 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            if skipped[i]:
-                score, reason = 0.0, "empty or noncommittal answer"
-            else:
-                cosine = _cosine(question_vectors[i], answer_vectors[i])
-                score, reason = min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}"
-            rows.append(_rubric_row(score, reason))
-        return self._frame("answer_relevance", rows, start, answers)
+            cosine = None if skipped[i] else _cosine(question_vectors[i], answer_vectors[i])
+            rows.append(answer_relevance.heuristic_row(cosine))
+        return self._frame(answer_relevance.NAME, rows, start, answers)
 
     @remembered
     def coherence(
@@ -312,8 +258,8 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            rows.append(_rubric_row(*consecutive_coherence(embedded.vectors)))
-        return self._frame("coherence", rows, start, answers)
+            rows.append(coherence.heuristic_row(embedded.vectors))
+        return self._frame(coherence.NAME, rows, start, answers)
 
     @remembered
     def answer_relevance_ragas(
@@ -342,28 +288,12 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            noncommittal = is_noncommittal(answer)
-            question_vector = question_vectors[i].vectors[0]
-            if noncommittal:
-                score, error = 0.0, None
-            else:
-                score, error = attempt(ragas_answer_relevance, question_vector, probes[i].vectors)
-                score = max(score, 0.0)
-            reply = {
-                "questions": probes[i].texts,
-                "noncommittal": noncommittal,
-                "similarities": [_rounded(c) for c in probes[i].vectors @ question_vector],
-            }
             rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_questions": len(probes[i]),
-                    "noncommittal": noncommittal,
-                }
+                answer_relevance_ragas.heuristic_row(
+                    question_vectors[i].vectors[0], probes[i], is_noncommittal(answer)
+                )
             )
-        return self._frame("answer_relevance_ragas", rows, start, answers)
+        return self._frame(answer_relevance_ragas.NAME, rows, start, answers)
 
     @remembered
     def e2e_score(
@@ -392,28 +322,16 @@ class OfflineJudge:
         truth_vectors = embed_sentences(
             self.embedder, _unless(skipped, ([g] for _, _, g in triples))
         )
-        weight = self.e2e_semantic_weight
         rows = []
         for i, (problem, (_, answer, truth)) in enumerate(zip(problems, triples, strict=True)):
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            if skipped[i]:
-                score, reason = 0.0, "empty answer"
-            else:
-                cosine = _cosine(answer_vectors[i], truth_vectors[i])
-                overlap = token_f1(answer, truth)
-                score = weight * min(max(cosine, 0.0), 1.0) + (1 - weight) * overlap
-                reason = f"cosine={cosine:.4f}, token_f1={overlap:.4f}"
+            cosine = None if skipped[i] else _cosine(answer_vectors[i], truth_vectors[i])
             rows.append(
-                {
-                    "score": score,
-                    "error": None,
-                    "raw_reply": _dumps({"score": score, "reason": reason}),
-                    "reason": reason,
-                }
+                e2e_score.heuristic_row(cosine, answer or "", truth or "", self.e2e_semantic_weight)
             )
-        return self._frame("e2e_score", rows, start, answers, ground_truths)
+        return self._frame(e2e_score.NAME, rows, start, answers, ground_truths)
 
     @remembered
     def context_precision(
@@ -456,18 +374,8 @@ class OfflineJudge:
                 float(np.max(self.support(truth_sentences[i], next(chunk_sentences))))
                 for _ in chunk_lists[i]
             ]
-            verdicts = [int(b >= self.threshold) for b in best]
-            reply = {"verdicts": verdicts, "support": [_rounded(b) for b in best]}
-            rows.append(
-                {
-                    "score": context_precision(verdicts),
-                    "error": None,
-                    "raw_reply": _dumps(reply),
-                    "n_contexts": len(verdicts),
-                    "n_relevant": sum(verdicts),
-                }
-            )
-        return self._frame("context_precision", rows, start, chunk_lists, truths)
+            rows.append(context_precision.heuristic_row(best, self.threshold))
+        return self._frame(context_precision.NAME, rows, start, chunk_lists, truths)
 
     @remembered
     def context_recall(
@@ -488,8 +396,8 @@ class OfflineJudge:
         evidence = embed_sentences(
             self.embedder, _unless(problems, map(context_sentences, contexts))
         )
-        rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
-        return self._frame("context_recall", rows, start, contexts, truths)
+        rows = self._claim_rows(problems, claims, evidence, context_recall.heuristic_row)
+        return self._frame(context_recall.NAME, rows, start, contexts, truths)
 
     @remembered
     def answer_correctness(
@@ -522,68 +430,39 @@ class OfflineJudge:
                 rows.append({"score": math.nan, "error": problem})
                 continue
             answer, truth = statements[i], statements[len(problems) + i]
-            answer_supported = self.support(answer, truth) >= self.threshold
-            truth_covered = self.support(truth, answer) >= self.threshold
-            reply = {
-                "TP": [s for s, ok in zip(answer.texts, answer_supported, strict=True) if ok],
-                "FP": [s for s, ok in zip(answer.texts, answer_supported, strict=True) if not ok],
-                "FN": [s for s, ok in zip(truth.texts, truth_covered, strict=True) if not ok],
-            }
-            counts = [len(reply[key]) for key in ("TP", "FP", "FN")]
             similarity = (
                 min(max(float(whole[i].vectors[0] @ whole[i].vectors[1]), 0.0), 1.0)
                 if len(whole[i])
                 else 0.0
             )
-            f1, _ = attempt(factual_f1, *counts)
-            score, error = attempt(answer_correctness, *counts, similarity, weights)
             rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_tp": counts[0],
-                    "n_fp": counts[1],
-                    "n_fn": counts[2],
-                    "factual_f1": f1,
-                    "semantic_similarity": similarity,
-                }
+                answer_correctness.heuristic_row(
+                    answer,
+                    truth,
+                    self.support(answer, truth),
+                    self.support(truth, answer),
+                    self.threshold,
+                    similarity,
+                    weights,
+                )
             )
-        return self._frame("answer_correctness", rows, start, answers, ground_truths)
+        return self._frame(answer_correctness.NAME, rows, start, answers, ground_truths)
 
     def _claim_rows(
         self,
         problems: Sequence[str | None],
-        claims: Sequence[Any],
-        evidence: Sequence[Any],
-        flag: str,
-        metric: Callable[[Sequence[bool]], float],
+        claims: Sequence[Sentences],
+        evidence: Sequence[Sentences],
+        heuristic: Callable[[Sentences, np.ndarray, float], dict[str, Any]],
     ) -> list[dict[str, Any]]:
-        """Rows for a claims-vs-evidence metric: each claim is `flag`-ged when some evidence
-        sentence supports it, and the score is `metric` of those flags."""
+        """Rows for a claims-vs-evidence metric: the metric's `heuristic` of each row's claims
+        and of their best support by an evidence sentence (`support`)."""
         rows: list[dict[str, Any]] = []
         for problem, claim, context in zip(problems, claims, evidence, strict=True):
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            best = self.support(claim, context)
-            flags = [bool(b >= self.threshold) for b in best]
-            score, error = attempt(metric, flags)
-            reply = {
-                "claims": [
-                    {"claim": text, flag: value, "support": _rounded(b)}
-                    for text, value, b in zip(claim.texts, flags, best, strict=True)
-                ]
-            }
-            rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_claims": len(flags),
-                    f"n_{flag}": sum(flags),
-                }
-            )
+            rows.append(heuristic(claim, self.support(claim, context), self.threshold))
         return rows
 
     def _frame(
@@ -605,27 +484,6 @@ class OfflineJudge:
             "cost_usd": 0.0,
         }
         return judgment_frame(metric, [row | common for row in rows])
-
-
-def _rubric_row(score: float, reason: str) -> dict[str, Any]:
-    """A scored row with its reason, and the JSON an LLM judge's rubric reply would be."""
-    return {
-        "score": score,
-        "error": None,
-        "raw_reply": _dumps({"score": score, "reason": reason}),
-        "reason": reason,
-    }
-
-
-def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:
-    """Mean over consecutive sentence pairs of clip(cos, 0, 1) (rows are unit vectors); 1 for
-    one sentence (nothing to connect), 0 for none."""
-    if len(vectors) == 0:
-        return 0.0, "no sentences"
-    if len(vectors) == 1:
-        return 1.0, "single sentence"
-    cosines = np.clip(np.einsum("ij,ij->i", vectors[:-1], vectors[1:]), 0.0, 1.0)
-    return float(cosines.mean()), f"mean consecutive-sentence cosine over {len(cosines)} pairs"
 
 
 def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[str]]:
