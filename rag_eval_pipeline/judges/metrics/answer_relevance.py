@@ -14,7 +14,7 @@ from typing import Any
 
 from rag_eval_pipeline.judges.heuristics import rubric_row
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, parse_rubric, rubric
+from rag_eval_pipeline.judges.replies import parse_rubric, rubric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 
 NAME = "answer_relevance"
@@ -41,14 +41,11 @@ def answer_relevance_prompt(question: str, answer: str) -> Messages:
     return ANSWER_RELEVANCE.render(question=question, answer=answer)
 
 
-def parse(text: str) -> dict[str, Any]:
-    """The reply's 0–1 score and reason (`replies.parse_rubric`)."""
-    return parse_rubric(text)
+parse = parse_rubric
+"""Reads the reply: its 0–1 score (JSON, bare or labelled) and its JSON reason."""
 
-
-def interpret(payload: dict[str, Any]) -> Interpretation:
-    """The parsed rubric reply is the score; its reason is kept."""
-    return rubric(payload)
+interpret = rubric
+"""The parsed rubric reply is the score; its reason is kept."""
 
 
 def heuristic_row(cosine: float | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import numpy as np
 from rag_eval_pipeline.judges.heuristics import rubric_row
 from rag_eval_pipeline.judges.parsing import parse_score
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, reply_reason, rubric
+from rag_eval_pipeline.judges.replies import reply_reason, rubric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 
 NAME = "coherence"
@@ -55,9 +55,8 @@ def parse(text: str) -> dict[str, Any]:
     return {"score": scaled, "reason": reply_reason(text)}
 
 
-def interpret(payload: dict[str, Any]) -> Interpretation:
-    """The parsed (scaled) rating is the score; its reason is kept."""
-    return rubric(payload)
+interpret = rubric
+"""The parsed rubric reply is the score; its reason is kept."""
 
 
 def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:

@@ -16,7 +16,7 @@ from typing import Any
 from rag_eval_pipeline.embedding.sentences import word_tokens
 from rag_eval_pipeline.judges.heuristics import rubric_row
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, parse_rubric, rubric
+from rag_eval_pipeline.judges.replies import parse_rubric, rubric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 
 NAME = "e2e_score"
@@ -48,14 +48,11 @@ def e2e_score_prompt(question: str, answer: str, ground_truth: str) -> Messages:
     return E2E_SCORE.render(question=question, answer=answer, ground_truth=ground_truth)
 
 
-def parse(text: str) -> dict[str, Any]:
-    """The reply's 0–1 score and reason (`replies.parse_rubric`)."""
-    return parse_rubric(text)
+parse = parse_rubric
+"""Reads the reply: its 0–1 score (JSON, bare or labelled) and its JSON reason."""
 
-
-def interpret(payload: dict[str, Any]) -> Interpretation:
-    """The parsed rubric reply is the score; its reason is kept."""
-    return rubric(payload)
+interpret = rubric
+"""The parsed rubric reply is the score; its reason is kept."""
 
 
 def token_f1(prediction: str, reference: str) -> float:
