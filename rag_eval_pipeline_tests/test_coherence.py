@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.embedding.sentences import split_sentences
 from rag_eval_pipeline.judges.judge import LLMJudge
-from rag_eval_pipeline.judges.offline import OfflineJudge, split_sentences
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 

@@ -22,8 +22,9 @@ from rag_eval_pipeline.evaluation.comparison import (
     parse_plan,
     score_answers,
 )
-from rag_eval_pipeline.judges.offline import OfflineGenerator, OfflineJudge
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.settings import PROJECT_ROOT
+from rag_eval_pipeline.systems.generators import OfflineGenerator
 from rag_eval_pipeline.systems.variants import RagVariant
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 

@@ -45,6 +45,7 @@ from dagster import (
 from upath import UPath
 
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
+from rag_eval_pipeline.datasets.values import as_chunks
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
@@ -56,12 +57,9 @@ from rag_eval_pipeline.defs.tier2_generation.assets import (
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import REFERENCE_FREE
-from rag_eval_pipeline.judges.judge import as_chunks
-from rag_eval_pipeline.judges.prompts import (
-    answer_relevance_prompt,
-    answer_relevance_ragas_prompt,
-    faithfulness_prompt,
-)
+from rag_eval_pipeline.judges.metrics.answer_relevance import answer_relevance_prompt
+from rag_eval_pipeline.judges.metrics.answer_relevance_ragas import answer_relevance_ragas_prompt
+from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
 from rag_eval_pipeline.storage.parquet import write_tables_atomically
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, evaluation_resources
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest, _Server

@@ -31,15 +31,17 @@ from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.defs.metadata import markdown_table
 from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
+from rag_eval_pipeline.embedding.sentences import MAX_SENTENCES
 from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.judges.judge import LLMJudge
-from rag_eval_pipeline.judges.offline import MAX_SENTENCES, LLMGenerator, OfflineJudge
-from rag_eval_pipeline.judges.prompts import MAX_PROMPT_CHARS
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
+from rag_eval_pipeline.systems.generators import LLMGenerator
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality

@@ -44,14 +44,14 @@ def test_every_package_module_is_library_defs_or_wiring() -> None:
     )
 
 
-def test_library_never_imports_dagster() -> None:
-    modules = library_modules()
-    assert len(modules) > 30
+def loaded_by(modules: list[str], package: str) -> list[str]:
+    """The modules of `package` that importing `modules` in a fresh interpreter loads."""
     script = (
         "import importlib, json, sys\n"
         f"for name in {modules!r}:\n"
         "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster')))\n"
+        f"prefix = {package + '.'!r}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if (m + '.').startswith(prefix))))\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", script],
@@ -61,4 +61,17 @@ def test_library_never_imports_dagster() -> None:
         cwd=PACKAGE.parent,
         check=True,
     )
-    assert json.loads(completed.stdout.splitlines()[-1]) == []
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def test_library_never_imports_dagster() -> None:
+    modules = library_modules()
+    assert len(modules) > 30
+    assert loaded_by(modules, "dagster") == []
+
+
+def test_systems_under_test_never_import_the_judges() -> None:
+    """The generators and RAG systems are what is judged: they stand without the judge package."""
+    systems = [m for m in library_modules() if m.startswith("rag_eval_pipeline.systems.")]
+    assert "rag_eval_pipeline.systems.generators" in systems
+    assert loaded_by(systems, "rag_eval_pipeline.judges") == []

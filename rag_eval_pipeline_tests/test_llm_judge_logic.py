@@ -20,15 +20,12 @@ from rag_eval_pipeline.judges.judge import (
     LLMJudge,
     judgment_frame,
 )
-from rag_eval_pipeline.judges.offline import GENERATION_COLUMNS, LLMGenerator
-from rag_eval_pipeline.judges.prompts import (
-    NO_CONTEXT_ANSWER,
-    PROMPT_VERSION,
-    PROMPTS,
-    context_precision_prompt,
-    faithfulness_prompt,
-)
+from rag_eval_pipeline.judges.metrics import PROMPTS
+from rag_eval_pipeline.judges.metrics.context_precision import context_precision_prompt
+from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
+from rag_eval_pipeline.judges.prompts import PROMPT_VERSION
 from rag_eval_pipeline.llm.client import LLMReply
+from rag_eval_pipeline.systems.generators import GENERATION_COLUMNS, NO_CONTEXT_ANSWER, LLMGenerator
 
 MODEL = "openai/fake-judge"
 

@@ -10,19 +10,21 @@ import pandas as pd
 import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.embedding.sentences import split_sentences
 from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, DETAIL_COLUMNS
+from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import (
-    GENERATION_COLUMNS,
-    OFFLINE_GENERATOR_MODEL,
     OFFLINE_JUDGE_MODEL,
-    OfflineGenerator,
     OfflineJudge,
     is_noncommittal,
-    split_sentences,
-    token_f1,
 )
-from rag_eval_pipeline.judges.prompts import NO_CONTEXT_ANSWER
 from rag_eval_pipeline.storage.result_cache import ResultCache
+from rag_eval_pipeline.systems.generators import (
+    GENERATION_COLUMNS,
+    NO_CONTEXT_ANSWER,
+    OFFLINE_GENERATOR_MODEL,
+    OfflineGenerator,
+)
 
 QUESTION = "Where is the Eiffel Tower and when was it completed?"
 CONTEXT = [

@@ -15,12 +15,7 @@ from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
-from rag_eval_pipeline.judges.offline import (
-    Generator,
-    LLMGenerator,
-    OfflineGenerator,
-    OfflineJudge,
-)
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
@@ -34,6 +29,7 @@ from rag_eval_pipeline.settings import (
 )
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
+from rag_eval_pipeline.systems.generators import Generator, LLMGenerator, OfflineGenerator
 
 
 class DatasetsResource(ConfigurableResource):

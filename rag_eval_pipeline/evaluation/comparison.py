@@ -44,10 +44,10 @@ from rag_eval_pipeline.evaluation.generation import (
 )
 from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
 from rag_eval_pipeline.judges.judge import Judge
-from rag_eval_pipeline.judges.offline import Generator
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired
+from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.variants import RagVariant
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no significant difference"

@@ -19,7 +19,7 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, Judge
-from rag_eval_pipeline.judges.offline import Generator, is_noncommittal
+from rag_eval_pipeline.judges.offline import is_noncommittal
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import (
@@ -31,6 +31,7 @@ from rag_eval_pipeline.metrics.text import (
     rouge_l_truncated,
     rouge_scores,
 )
+from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]

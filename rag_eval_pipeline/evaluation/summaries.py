@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.judges.metrics import SCORECARD_NAMES
 from rag_eval_pipeline.metrics.stats import summarize
 
 QUALITY_COLUMNS = [
@@ -75,10 +76,12 @@ def summarize_judgments(judgments: pd.DataFrame, tier: str, prefix: str = "avg_"
 
 
 def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
-    """Judgment metric names as the scorecard shows them: `prefix` + name, except rates
-    (`refusal_rate`), which are already named as what they are."""
+    """Judgment metric names as the scorecard shows them: a judge metric's `SCORECARD_NAME`
+    (`judges.metrics.<metric>`, e.g. `avg_faithfulness`); rates (`refusal_rate`) unchanged, as
+    they are already named as what they are; any other metric (ROUGE, BLEU, ...) `prefix` + name."""
     names = metrics.astype(str)
-    return names.where(names.str.endswith("_rate"), prefix + names)
+    generic = names.where(names.str.endswith("_rate"), prefix + names)
+    return generic.where(~names.isin(SCORECARD_NAMES), names.map(SCORECARD_NAMES))
 
 
 def single_values(

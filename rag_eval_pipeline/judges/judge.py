@@ -1,15 +1,16 @@
 """Judges score whole tables: one call per metric returns one row per input row.
 
 `Judge` is the protocol every judge implements; `LLMJudge` asks an LLM through `LLMClient`
-with the prompts of `rag_eval_pipeline.judges.prompts` and turns the JSON replies into scores
-with the RAGAS formulas of `rag_eval_pipeline.metrics.ragas`. The offline, deterministic
+and turns the JSON replies into scores. Each metric's prompt, reply interpretation and formula
+live in its module of `rag_eval_pipeline.judges.metrics`; this module sends the prompts in one
+batch, keeps failures as error rows and builds the frames. The offline, deterministic
 implementation lives in `rag_eval_pipeline.judges.offline`.
 
 Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL_COLUMNS`:
 
 - `score` is a float in [0, 1], NaN **only** together with a non-null `error`;
 - `error` says why a row has no score: a missing input (`missing answer`), an undefined metric
-  (`no claims`, `no contexts`), a prompt over `prompts.MAX_PROMPT_CHARS` that is never sent
+  (`no claims`, `no contexts`), a prompt over `llm.prompts.MAX_PROMPT_CHARS` that is never sent
   (`prompt too long: ...`), a failed call (`llm call failed: ...`), an unreadable reply
   (`unparseable reply: ...` when no JSON object or score is found, `invalid reply: ...` when the
   JSON breaks the schema the prompt asked for); `raw_reply` keeps the reply text whenever there
@@ -17,7 +18,7 @@ Every method returns a DataFrame with `COMMON_COLUMNS` then the metric's `DETAIL
 - `latency_ms`, `judge_model`, `judge_version` (the prompt set or heuristic version), `cached`,
   `prompt_tokens`, `completion_tokens`, `cost_usd` describe how the score was obtained;
 - `truncated` is True when the row's texts exceed what the judge reads (the offline judge's
-  bounds `offline.MAX_JUDGED_CHARS` and `offline.MAX_SENTENCES`), so it may have scored only a
+  bounds `embedding.sentences.MAX_JUDGED_CHARS` and `MAX_SENTENCES`), so it may have scored only a
   part of them; False otherwise (always for the LLM judge, which sends texts whole).
 
 Inputs: a missing (None/NaN) or blank question or ground truth and a missing answer give an
@@ -37,29 +38,30 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object, parse_score
-from rag_eval_pipeline.judges.prompts import (
-    PROMPT_VERSION,
-    Messages,
-    answer_correctness_prompt,
-    answer_relevance_prompt,
-    answer_relevance_ragas_prompt,
-    coherence_prompt,
-    context_precision_prompt,
-    context_recall_prompt,
-    e2e_score_prompt,
-    faithfulness_prompt,
-    oversized,
+from rag_eval_pipeline.datasets.values import (
+    aligned,
+    as_chunks,
+    as_text,
+    missing_answer,
+    missing_input,
 )
-from rag_eval_pipeline.metrics.ragas import (
-    DEFAULT_CORRECTNESS_WEIGHTS,
-    UndefinedScoreError,
+from rag_eval_pipeline.judges.metrics import (
+    DETAIL_COLUMNS,
     answer_correctness,
+    answer_relevance,
+    answer_relevance_ragas,
+    coherence,
     context_precision,
     context_recall,
-    factual_f1,
-    faithfulness_score,
-    ragas_answer_relevance,
+    e2e_score,
+    faithfulness,
+)
+from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object
+from rag_eval_pipeline.judges.prompts import PROMPT_VERSION
+from rag_eval_pipeline.judges.replies import Interpretation, InvalidReplyError
+from rag_eval_pipeline.llm.prompts import Messages, oversized
+from rag_eval_pipeline.metrics.ragas import (
+    DEFAULT_CORRECTNESS_WEIGHTS,
     rowwise_cosine,
     validate_weights,
 )
@@ -81,27 +83,6 @@ COMMON_COLUMNS: dict[str, str] = {
     "cost_usd": "float64",
     "truncated": "bool",
 }
-
-DETAIL_COLUMNS: dict[str, dict[str, str]] = {
-    "faithfulness": {"n_claims": "Int64", "n_supported": "Int64"},
-    "answer_relevance": {"reason": "str"},
-    "answer_relevance_ragas": {"n_questions": "Int64", "noncommittal": "boolean"},
-    "coherence": {"reason": "str"},
-    "e2e_score": {"reason": "str"},
-    "context_precision": {"n_contexts": "Int64", "n_relevant": "Int64"},
-    "context_recall": {"n_claims": "Int64", "n_attributed": "Int64"},
-    "answer_correctness": {
-        "n_tp": "Int64",
-        "n_fp": "Int64",
-        "n_fn": "Int64",
-        "factual_f1": "float64",
-        "semantic_similarity": "float64",
-    },
-}
-
-
-class InvalidReplyError(ValueError):
-    """A reply is valid JSON but does not follow the schema the prompt asked for."""
 
 
 class Judge(Protocol):
@@ -175,54 +156,6 @@ class Judge(Protocol):
     ) -> pd.DataFrame: ...
 
 
-def is_missing(value: Any) -> bool:
-    """None, NaN and pandas NA count as missing."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def as_text(value: Any) -> str | None:
-    """The value as a string, None when missing."""
-    return None if is_missing(value) else str(value)
-
-
-def as_chunks(value: Any) -> list[str]:
-    """A row's retrieved chunks as a list of strings (missing → none; one string → one chunk)."""
-    if isinstance(value, str):
-        return [value]
-    if is_missing(value):
-        return []
-    return [str(chunk) for chunk in value]
-
-
-def missing_input(**texts: str | None) -> str | None:
-    """`missing <name>` for the first None or blank text, None when all are present."""
-    for name, text in texts.items():
-        if text is None or not text.strip():
-            return f"missing {name}"
-    return None
-
-
-def missing_answer(answer: str | None) -> str | None:
-    """`missing answer` for None; an empty answer is still an answer (the system said nothing)."""
-    return "missing answer" if answer is None else None
-
-
-def aligned(**columns: Sequence[Any]) -> int:
-    """The common length of the input columns; differing lengths raise `ValueError`."""
-    lengths = {name: len(column) for name, column in columns.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"input columns differ in length: {lengths}")
-    return next(iter(lengths.values()))
-
-
-def attempt(metric: Callable[..., float], *args: Any) -> tuple[float, str | None]:
-    """(score, None), or (NaN, reason) when the metric is undefined for these arguments."""
-    try:
-        return metric(*args), None
-    except UndefinedScoreError as exc:
-        return math.nan, str(exc)
-
-
 def judgment_frame(metric: str, rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """Rows → the metric's DataFrame with fixed columns and dtypes.
 
@@ -255,70 +188,6 @@ class _Call:
     prompt: Messages | None = None
 
 
-def _as_bool(value: Any, field: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "1", "false", "no", "0"}:
-        return value.strip().lower() in {"true", "yes", "1"}
-    raise InvalidReplyError(f"{field} must be true or false, got {value!r}")
-
-
-def _field(payload: dict[str, Any], key: str) -> Any:
-    if key not in payload:
-        raise InvalidReplyError(f"missing key {key!r}")
-    return payload[key]
-
-
-def _list_field(payload: dict[str, Any], key: str) -> list[Any]:
-    value = _field(payload, key)
-    if not isinstance(value, list):
-        raise InvalidReplyError(f"{key!r} must be a list, got {type(value).__name__}")
-    return value
-
-
-def _claim_flags(payload: dict[str, Any], flag: str) -> list[bool]:
-    flags = []
-    for claim in _list_field(payload, "claims"):
-        if not isinstance(claim, dict):
-            raise InvalidReplyError(f"each claim must be an object, got {claim!r}")
-        flags.append(_as_bool(_field(claim, flag), flag))
-    return flags
-
-
-def _reason(payload: dict[str, Any]) -> str | None:
-    reason = payload.get("reason")
-    return None if reason is None else str(reason)
-
-
-def _generated_questions(payload: dict[str, Any]) -> tuple[list[str], bool]:
-    questions = _list_field(payload, "questions")
-    if not all(isinstance(q, str) and q.strip() for q in questions):
-        raise InvalidReplyError("questions must be non-empty strings")
-    noncommittal = _as_bool(payload.get("noncommittal", False), "noncommittal")
-    return [q.strip() for q in questions], noncommittal
-
-
-Interpretation = tuple[float, str | None, dict[str, Any]]
-
-
-def _faithfulness(payload: dict[str, Any]) -> Interpretation:
-    flags = _claim_flags(payload, "supported")
-    score, error = attempt(faithfulness_score, flags)
-    return score, error, {"n_claims": len(flags), "n_supported": sum(flags)}
-
-
-def _parse_rubric(text: str) -> dict[str, Any]:
-    """A rubric reply: its score by `parse_score` (JSON, bare or labelled), its JSON reason."""
-    score = parse_score(text)
-    try:
-        reason = parse_json_object(text).get("reason")
-    except ReplyParseError:
-        reason = None
-    return {"score": score, "reason": reason}
-
-
 def _question_answer_requests(
     questions: Sequence[str], answers: Sequence[str], prompt: Callable[[str, str], Messages]
 ) -> list[Messages | _Skip]:
@@ -332,31 +201,8 @@ def _question_answer_requests(
     return requests
 
 
-COHERENCE_LOW, COHERENCE_HIGH = 1.0, 5.0
-
-
-def _parse_coherence(text: str) -> dict[str, Any]:
-    """A 1–5 coherence reply, its score scaled to 0–1: (s − 1) / 4."""
-    score = parse_score(text, low=COHERENCE_LOW, high=COHERENCE_HIGH)
-    try:
-        reason = parse_json_object(text).get("reason")
-    except ReplyParseError:
-        reason = None
-    return {"score": (score - COHERENCE_LOW) / (COHERENCE_HIGH - COHERENCE_LOW), "reason": reason}
-
-
-def _rubric(payload: dict[str, Any]) -> Interpretation:
-    return payload["score"], None, {"reason": _reason(payload)}
-
-
-def _context_recall(payload: dict[str, Any]) -> Interpretation:
-    flags = _claim_flags(payload, "attributed")
-    score, error = attempt(context_recall, flags)
-    return score, error, {"n_claims": len(flags), "n_attributed": sum(flags)}
-
-
 def _bounded(request: Messages | _Skip) -> Messages | _Skip:
-    """`request`, or a `_Skip` when it is a prompt over `prompts.MAX_PROMPT_CHARS` characters."""
+    """`request`, or a `_Skip` when it is a prompt over `MAX_PROMPT_CHARS` characters."""
     if isinstance(request, _Skip):
         return request
     problem = oversized(request)
@@ -404,25 +250,33 @@ class LLMJudge:
             elif not answer.strip():
                 requests.append(_Skip("no claims"))
             else:
-                requests.append(faithfulness_prompt(question, as_chunks(chunks), answer))
+                requests.append(
+                    faithfulness.faithfulness_prompt(question, as_chunks(chunks), answer)
+                )
         calls = self._ask(requests, use_cache)
-        return self._frame("faithfulness", calls, lambda _, payload: _faithfulness(payload))
+        return self._frame(
+            faithfulness.NAME, calls, lambda _, payload: faithfulness.interpret(payload)
+        )
 
     def answer_relevance(
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
         """A 0–1 rubric score of how directly the answer addresses the question."""
-        requests = _question_answer_requests(questions, answers, answer_relevance_prompt)
-        calls = self._ask(requests, use_cache, _parse_rubric)
-        return self._frame("answer_relevance", calls, lambda _, payload: _rubric(payload))
+        requests = _question_answer_requests(
+            questions, answers, answer_relevance.answer_relevance_prompt
+        )
+        calls = self._ask(requests, use_cache, answer_relevance.parse)
+        return self._frame(
+            answer_relevance.NAME, calls, lambda _, payload: answer_relevance.interpret(payload)
+        )
 
     def coherence(
         self, questions: Sequence[str], answers: Sequence[str], *, use_cache: bool = True
     ) -> pd.DataFrame:
         """The answer's logical flow rated 1–5 by the LLM, scaled to 0–1 ((s − 1) / 4)."""
-        requests = _question_answer_requests(questions, answers, coherence_prompt)
-        calls = self._ask(requests, use_cache, _parse_coherence)
-        return self._frame("coherence", calls, lambda _, payload: _rubric(payload))
+        requests = _question_answer_requests(questions, answers, coherence.coherence_prompt)
+        calls = self._ask(requests, use_cache, coherence.parse)
+        return self._frame(coherence.NAME, calls, lambda _, payload: coherence.interpret(payload))
 
     def answer_relevance_ragas(
         self,
@@ -444,13 +298,17 @@ class LLMJudge:
         for question, answer in zip(texts, answers, strict=True):
             answer = as_text(answer)
             problem = missing_input(question=question) or missing_answer(answer)
-            requests.append(_Skip(problem) if problem else answer_relevance_ragas_prompt(answer, n))
+            requests.append(
+                _Skip(problem)
+                if problem
+                else answer_relevance_ragas.answer_relevance_ragas_prompt(answer, n)
+            )
         calls = self._ask(requests, use_cache)
         generated: dict[int, list[str]] = {}
         for i, call in enumerate(calls):
             if call.payload is not None:
                 try:
-                    generated[i] = _generated_questions(call.payload)[0]
+                    generated[i] = answer_relevance_ragas.generated_questions(call.payload)[0]
                 except InvalidReplyError:
                     continue
         rows = sorted(generated)
@@ -462,12 +320,11 @@ class LLMJudge:
             for k, i in enumerate(rows)
         }
 
-        def interpret(i: int, payload: dict[str, Any]) -> Interpretation:
-            questions_back, noncommittal = _generated_questions(payload)
-            score, error = attempt(ragas_answer_relevance, *vectors[i], noncommittal)
-            return score, error, {"n_questions": len(questions_back), "noncommittal": noncommittal}
-
-        return self._frame("answer_relevance_ragas", calls, interpret)
+        return self._frame(
+            answer_relevance_ragas.NAME,
+            calls,
+            lambda i, payload: answer_relevance_ragas.interpret(payload, lambda: vectors[i]),
+        )
 
     def e2e_score(
         self,
@@ -484,10 +341,10 @@ class LLMJudge:
             question, answer, truth = as_text(question), as_text(answer), as_text(truth)
             problem = missing_input(question=question, ground_truth=truth) or missing_answer(answer)
             requests.append(
-                _Skip(problem) if problem else e2e_score_prompt(question, answer, truth)
+                _Skip(problem) if problem else e2e_score.e2e_score_prompt(question, answer, truth)
             )
-        calls = self._ask(requests, use_cache, _parse_rubric)
-        return self._frame("e2e_score", calls, lambda _, payload: _rubric(payload))
+        calls = self._ask(requests, use_cache, e2e_score.parse)
+        return self._frame(e2e_score.NAME, calls, lambda _, payload: e2e_score.interpret(payload))
 
     def context_precision(
         self,
@@ -507,20 +364,17 @@ class LLMJudge:
                 None if chunks else "no contexts"
             )
             requests.append(
-                _Skip(problem) if problem else context_precision_prompt(question, chunks, truth)
+                _Skip(problem)
+                if problem
+                else context_precision.context_precision_prompt(question, chunks, truth)
             )
         calls = self._ask(requests, use_cache)
 
-        def interpret(i: int, payload: dict[str, Any]) -> Interpretation:
-            verdicts = [int(_as_bool(v, "verdict")) for v in _list_field(payload, "verdicts")]
-            if len(verdicts) != len(chunk_lists[i]):
-                raise InvalidReplyError(
-                    f"expected {len(chunk_lists[i])} verdicts, got {len(verdicts)}"
-                )
-            details = {"n_contexts": len(verdicts), "n_relevant": sum(verdicts)}
-            return context_precision(verdicts), None, details
-
-        return self._frame("context_precision", calls, interpret)
+        return self._frame(
+            context_precision.NAME,
+            calls,
+            lambda i, payload: context_precision.interpret(payload, len(chunk_lists[i])),
+        )
 
     def context_recall(
         self,
@@ -536,10 +390,14 @@ class LLMJudge:
             truth = as_text(truth)
             problem = missing_input(ground_truth=truth)
             requests.append(
-                _Skip(problem) if problem else context_recall_prompt(as_chunks(chunks), truth)
+                _Skip(problem)
+                if problem
+                else context_recall.context_recall_prompt(as_chunks(chunks), truth)
             )
         calls = self._ask(requests, use_cache)
-        return self._frame("context_recall", calls, lambda _, payload: _context_recall(payload))
+        return self._frame(
+            context_recall.NAME, calls, lambda _, payload: context_recall.interpret(payload)
+        )
 
     def answer_correctness(
         self,
@@ -559,7 +417,11 @@ class LLMJudge:
         requests: list[Messages | _Skip] = []
         for answer, truth in pairs:
             problem = missing_input(ground_truth=truth) or missing_answer(answer)
-            requests.append(_Skip(problem) if problem else answer_correctness_prompt(answer, truth))
+            requests.append(
+                _Skip(problem)
+                if problem
+                else answer_correctness.answer_correctness_prompt(answer, truth)
+            )
         rows = [i for i, request in enumerate(requests) if not isinstance(request, _Skip)]
         similarity = np.clip(
             rowwise_cosine(
@@ -572,15 +434,11 @@ class LLMJudge:
         similarity_of = dict(zip(rows, similarity.tolist(), strict=True))
         calls = self._ask(requests, use_cache)
 
-        def interpret(i: int, payload: dict[str, Any]) -> Interpretation:
-            counts = [len(_list_field(payload, key)) for key in ("TP", "FP", "FN")]
-            f1, _ = attempt(factual_f1, *counts)
-            score, error = attempt(answer_correctness, *counts, similarity_of[i], weights)
-            details = dict(zip(("n_tp", "n_fp", "n_fn"), counts, strict=True))
-            details |= {"factual_f1": f1, "semantic_similarity": similarity_of[i]}
-            return score, error, details
-
-        return self._frame("answer_correctness", calls, interpret)
+        return self._frame(
+            answer_correctness.NAME,
+            calls,
+            lambda i, payload: answer_correctness.interpret(payload, similarity_of[i], weights),
+        )
 
     def _ask(
         self,
@@ -590,7 +448,7 @@ class LLMJudge:
     ) -> list[_Call]:
         """Send every prompt in one batch; `parse` each reply (the JSON object by default).
 
-        A prompt longer than `prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
+        A prompt longer than `llm.prompts.MAX_PROMPT_CHARS` is not sent: its row gets the error
         `prompt too long`, so one huge dataset text cannot run up the provider bill."""
         requests = [_bounded(request) for request in requests]
         prompts = [request for request in requests if not isinstance(request, _Skip)]

@@ -1,4 +1,4 @@
-"""Deterministic judge and generators that need no network: the default `offline` LLM setting.
+"""The deterministic judge that needs no network: the default `offline` LLM setting.
 
 `OfflineJudge` implements the `Judge` protocol with sentence embeddings and lexical overlap, so
 every tier runs (and tests run) without an LLM. Its scores are heuristics, labeled
@@ -13,27 +13,12 @@ runs of any script. An evidence sentence e *supports* a claim sentence s when
 with E the embedder, T the token set, λ = `lexical_weight` (0.5) and `threshold` 0.6. The lexical
 half keeps the judge meaningful where the embedder is weak: the default all-MiniLM-L6-v2 is
 English-centric and gives unrelated Cyrillic sentences cosines near 0.6; λ = 0 is pure cosine.
-The metrics:
-
-- faithfulness: the answer's sentences are its claims (a noncommittal answer has none, so it
-  gets the error `no claims`); score = share of answer sentences supported by some context
-  sentence (RAGAS formula on those verdicts).
-- answer relevance: 0 for an empty or noncommittal answer, else clip(cos(q, a), 0, 1) with q, a
-  the embeddings of the question and the whole answer.
-- coherence: mean over consecutive answer sentences of clip(cos(s_i, s_i+1), 0, 1); 1 for a
-  single sentence, 0 for an answer without sentences (the LLM judge rates logical flow 1–5).
-- answer relevance (RAGAS variant): the first `n` answer sentences stand in for the questions an
-  LLM would generate back from the answer; score = clip(mean_i cos(q, sentence_i), 0, 1), 0 for
-  a noncommittal answer.
-- e2e usefulness: w · clip(cos(a, g), 0, 1) + (1 − w) · token F1(a, g), g the ground truth,
-  w = `e2e_semantic_weight` (0.5); token F1 is SQuAD's F1 over case-folded `\\w+` tokens
-  (any script, no stop-word removal); 0 for an empty answer.
-- context precision: chunk k is relevant (v_k = 1) when one of its sentences supports one of the
-  ground-truth sentences; score = RAGAS average precision of the verdicts.
-- context recall: share of ground-truth sentences supported by some context sentence.
-- answer correctness: TP = answer sentences supported by a ground-truth sentence, FP = the other
-  answer sentences, FN = ground-truth sentences supported by no answer sentence; RAGAS
-  answer correctness with semantic similarity clip(cos(a, g), 0, 1).
+Each metric's heuristic is defined, and scored, in its module of `rag_eval_pipeline.judges.metrics`
+(`heuristic_row`): faithfulness and context recall count claim sentences supported by the
+context, context precision marks chunks that support the ground truth, answer correctness sorts
+sentences into TP / FP / FN, answer relevance (both variants), e2e usefulness and coherence use
+cosines of whole texts or sentences (e2e adds token F1). The methods here batch the embeddings,
+compute the supports and build the frames.
 
 Bounded cost on any input: the judge reads the sentences of each text's first `MAX_JUDGED_CHARS`
 (20,000) characters, at most `MAX_SENTENCES` (256) per text or per row's context, so a support
@@ -41,187 +26,75 @@ matrix is at most 256 × 256 whatever the input; a row whose texts exceed these 
 `truncated` set (conservatively: also where a metric happened to need only the part it read).
 
 A noncommittal answer is an empty answer, or a one-sentence answer with a refusal phrase ("I
-don't know", "not enough information", "не знаю", "não sei", ...). `raw_reply` holds the
-heuristic's decisions as JSON in the schema the LLM judge's prompt asks for (plus supports),
-so failures are inspected the same way. Embeddings are computed in one batch per call, so
-`latency_ms` is the call's wall-clock time divided evenly over its rows.
+don't know", "not enough information", "не знаю", "não sei", ...; `heuristics.is_noncommittal`).
+`raw_reply` holds the heuristic's decisions as JSON in the schema the LLM judge's prompt asks
+for (plus supports), so failures are inspected the same way. Embeddings are computed in one
+batch per call, so `latency_ms` is the call's wall-clock time divided evenly over its rows.
 
 Given a `ResultCache`, the judge keeps each call's result under a digest of the metric, its
 inputs, the judge version, the embedder and the package code, like the LLM judge's reply cache:
 a new date or a backfill over unchanged answers reads it back (rows marked `cached`, with the
 latency measured when it was computed). `use_cache=False` (the consistency repeats) recomputes.
 
-`OfflineGenerator` is extractive: it answers with the context sentences most similar to the
-question. `LLMGenerator` answers with an LLM through the generator prompt. Both answer
-`NO_CONTEXT_ANSWER` ("I don't know.") when a row has no context, without calling anything.
+The generators of the systems under test live in `rag_eval_pipeline.systems.generators`; the
+sentence splitting, tokens and bounds in `rag_eval_pipeline.embedding.sentences`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import json
 import math
-import re
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.judges.judge import (
+from rag_eval_pipeline.datasets.values import (
     aligned,
     as_chunks,
     as_text,
-    attempt,
-    judgment_frame,
     missing_answer,
     missing_input,
 )
-from rag_eval_pipeline.judges.prompts import NO_CONTEXT_ANSWER, generator_prompt, oversized
-from rag_eval_pipeline.metrics.ragas import (
-    DEFAULT_CORRECTNESS_WEIGHTS,
+from rag_eval_pipeline.embedding.sentences import (
+    Sentences,
+    context_sentences,
+    embed_sentences,
+    exceeds_bounds,
+    split_sentences,
+)
+from rag_eval_pipeline.judges.heuristics import is_noncommittal
+from rag_eval_pipeline.judges.judge import judgment_frame
+from rag_eval_pipeline.judges.metrics import (
     answer_correctness,
+    answer_relevance,
+    answer_relevance_ragas,
+    coherence,
     context_precision,
     context_recall,
-    factual_f1,
-    faithfulness_score,
-    ragas_answer_relevance,
-    validate_weights,
+    e2e_score,
+    faithfulness,
 )
+from rag_eval_pipeline.metrics.ragas import DEFAULT_CORRECTNESS_WEIGHTS, validate_weights
 from rag_eval_pipeline.storage.code_version import code_digest
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
-    from rag_eval_pipeline.llm.client import LLMClient
     from rag_eval_pipeline.storage.result_cache import ResultCache
 
 JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
-OFFLINE_GENERATOR_MODEL = "offline-extractive-generator"
-
-GENERATION_COLUMNS: dict[str, str] = {
-    "answer": "str",
-    "generator_model": "str",
-    "latency_ms": "float64",
-    "error": "str",
-    "cached": "bool",
-    "prompt_tokens": "int64",
-    "completion_tokens": "int64",
-    "cost_usd": "float64",
-}
-
-# What the judge reads of each input: the sentences of a text's first `MAX_JUDGED_CHARS` characters,
-# at most `MAX_SENTENCES` of them per text (per row for a row's chunks). So the support matrix is
-# at most 256 × 256 and a 1 MB answer costs what a 20,000-character one does; rows cut short
-# have `truncated` set.
-MAX_JUDGED_CHARS = 20_000
-MAX_SENTENCES = 256
-
-# A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
-# whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
-_WORD = re.compile(r"\w+")
-_REFUSAL = re.compile(
-    r"\b(?:i\s+(?:do\s+not|don[’']?t)\s+know|i[’']?m\s+not\s+sure|i\s+am\s+not\s+sure"
-    r"|(?:cannot|can[’']?t|unable\s+to)\s+(?:answer|find|determine|say|tell)"
-    r"|no\s+(?:relevant\s+)?information|not\s+(?:enough|sufficient)\s+(?:information|context)"
-    r"|не\s+знаю|нет\s+информации|não\s+sei|não\s+há\s+informaç)",
-    re.IGNORECASE,
-)
 
 
-def _all_sentences(text: str) -> list[str]:
-    pieces = _SENTENCE_BREAK.split(_CITATION.sub("", text))
-    return [piece.strip() for piece in pieces if _WORD.search(piece)]
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of `text`, citation markers like [2] removed, pieces without a word dropped;
-    only the first `MAX_SENTENCES` sentences of the first `MAX_JUDGED_CHARS` characters."""
-    return _all_sentences(text[:MAX_JUDGED_CHARS])[:MAX_SENTENCES]
-
-
-def exceeds_bounds(texts: Sequence[str]) -> bool:
-    """Whether the judge reads only part of `texts` (one text, or a row's chunks): a text longer
-    than `MAX_JUDGED_CHARS`, or more than `MAX_SENTENCES` sentences in all."""
-    if any(len(text) > MAX_JUDGED_CHARS for text in texts):
-        return True
-    return sum(len(_all_sentences(text)) for text in texts) > MAX_SENTENCES
-
-
-def word_tokens(text: str) -> list[str]:
-    """Case-folded `\\w+` tokens of any script, citation markers removed."""
-    return _WORD.findall(_CITATION.sub("", text).casefold())
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD token F1: harmonic mean of token precision and recall (multiset overlap)."""
-    predicted, expected = word_tokens(prediction), word_tokens(reference)
-    overlap = sum((Counter(predicted) & Counter(expected)).values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(predicted), overlap / len(expected)
-    return 2 * precision * recall / (precision + recall)
-
-
-def is_noncommittal(answer: str) -> bool:
-    """An empty answer, or a single sentence containing a refusal phrase."""
-    sentences = split_sentences(answer)
-    return not sentences or (len(sentences) == 1 and _REFUSAL.search(sentences[0]) is not None)
-
-
-@dataclass(frozen=True)
-class _Sentences:
-    """The sentences of one text or row: unit-length embeddings and case-folded token sets."""
-
-    texts: list[str]
-    vectors: np.ndarray
-    tokens: list[frozenset[str]]
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-
-def _embed(embedder: Embedder, groups: Sequence[Sequence[str]]) -> list[_Sentences]:
-    """Embed the texts of every group in one batch; one `_Sentences` per group.
-
-    Each text is cut to its first `MAX_JUDGED_CHARS` characters before embedding: no vector
-    changes for a model that reads at most a few thousand tokens (all-MiniLM-L6-v2 reads 256),
-    and a megabyte is never tokenized."""
-    flat = [text[:MAX_JUDGED_CHARS] for group in groups for text in group]
-    vectors = np.asarray(embedder.encode(flat), dtype=np.float64)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-    bounds = np.cumsum([0, *(len(group) for group in groups)])
-    return [
-        _Sentences(
-            texts=list(group),
-            vectors=vectors[bounds[i] : bounds[i + 1]],
-            tokens=[frozenset(word_tokens(text)) for text in group],
-        )
-        for i, group in enumerate(groups)
-    ]
-
-
-def _cosine(left: _Sentences, right: _Sentences) -> float:
+def _cosine(left: Sentences, right: Sentences) -> float:
     """Cosine of the first text of each side (used for whole-text comparisons)."""
     return float(left.vectors[0] @ right.vectors[0])
-
-
-def _rounded(value: float) -> float | None:
-    return round(float(value), 4) if math.isfinite(value) else None
-
-
-def _dumps(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False)
 
 
 def _plain(value: Any) -> Any:
@@ -295,7 +168,7 @@ class OfflineJudge:
             f"e2e_semantic_weight={self.e2e_semantic_weight})"
         )
 
-    def support(self, claims: _Sentences, evidence: _Sentences) -> np.ndarray:
+    def support(self, claims: Sentences, evidence: Sentences) -> np.ndarray:
         """Per claim sentence, its best support by an evidence sentence (NaN without evidence).
 
         support(s, e) = (1 − λ) · cos(E(s), E(e)) + λ · |T(s) ∩ T(e)| / |T(s)|.
@@ -327,19 +200,18 @@ class OfflineJudge:
             missing_input(question=as_text(q)) or missing_answer(a)
             for q, a in zip(questions, answer_texts, strict=True)
         ]
-        claims = _embed(
+        claims = embed_sentences(
             self.embedder,
             _unless(
                 problems,
-                (
-                    [] if is_noncommittal(a or "") else split_sentences(a or "")
-                    for a in answer_texts
-                ),
+                (faithfulness.offline_claims(a or "") for a in answer_texts),
             ),
         )
-        evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
-        rows = self._claim_rows(problems, claims, evidence, "supported", faithfulness_score)
-        return self._frame("faithfulness", rows, start, contexts, answer_texts)
+        evidence = embed_sentences(
+            self.embedder, _unless(problems, map(context_sentences, contexts))
+        )
+        rows = self._claim_rows(problems, claims, evidence, faithfulness.heuristic_row)
+        return self._frame(faithfulness.NAME, rows, start, contexts, answer_texts)
 
     @remembered
     def answer_relevance(
@@ -351,8 +223,8 @@ class OfflineJudge:
         pairs = [(as_text(q), as_text(a)) for q, a in zip(questions, answers, strict=True)]
         problems = [missing_input(question=q) or missing_answer(a) for q, a in pairs]
         skipped = [p or is_noncommittal(a or "") for p, (_, a) in zip(problems, pairs, strict=True)]
-        question_vectors = _embed(self.embedder, _unless(skipped, ([q] for q, _ in pairs)))
-        answer_vectors = _embed(
+        question_vectors = embed_sentences(self.embedder, _unless(skipped, ([q] for q, _ in pairs)))
+        answer_vectors = embed_sentences(
             self.embedder,
             _unless(skipped, ([" ".join(split_sentences(a or ""))] for _, a in pairs)),
         )
@@ -361,13 +233,9 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            if skipped[i]:
-                score, reason = 0.0, "empty or noncommittal answer"
-            else:
-                cosine = _cosine(question_vectors[i], answer_vectors[i])
-                score, reason = min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}"
-            rows.append(_rubric_row(score, reason))
-        return self._frame("answer_relevance", rows, start, answers)
+            cosine = None if skipped[i] else _cosine(question_vectors[i], answer_vectors[i])
+            rows.append(answer_relevance.heuristic_row(cosine))
+        return self._frame(answer_relevance.NAME, rows, start, answers)
 
     @remembered
     def coherence(
@@ -382,7 +250,7 @@ class OfflineJudge:
             missing_input(question=as_text(q)) or missing_answer(a)
             for q, a in zip(questions, texts, strict=True)
         ]
-        sentences = _embed(
+        sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(a or "") for a in texts))
         )
         rows = []
@@ -390,8 +258,8 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            rows.append(_rubric_row(*consecutive_coherence(embedded.vectors)))
-        return self._frame("coherence", rows, start, answers)
+            rows.append(coherence.heuristic_row(embedded.vectors))
+        return self._frame(coherence.NAME, rows, start, answers)
 
     @remembered
     def answer_relevance_ragas(
@@ -409,8 +277,10 @@ class OfflineJudge:
         aligned(questions=questions, answers=answers)
         pairs = [(as_text(q), as_text(a)) for q, a in zip(questions, answers, strict=True)]
         problems = [missing_input(question=q) or missing_answer(a) for q, a in pairs]
-        question_vectors = _embed(self.embedder, _unless(problems, ([q] for q, _ in pairs)))
-        probes = _embed(
+        question_vectors = embed_sentences(
+            self.embedder, _unless(problems, ([q] for q, _ in pairs))
+        )
+        probes = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(a or "")[:n] for _, a in pairs))
         )
         rows = []
@@ -418,28 +288,12 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            noncommittal = is_noncommittal(answer)
-            question_vector = question_vectors[i].vectors[0]
-            if noncommittal:
-                score, error = 0.0, None
-            else:
-                score, error = attempt(ragas_answer_relevance, question_vector, probes[i].vectors)
-                score = max(score, 0.0)
-            reply = {
-                "questions": probes[i].texts,
-                "noncommittal": noncommittal,
-                "similarities": [_rounded(c) for c in probes[i].vectors @ question_vector],
-            }
             rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_questions": len(probes[i]),
-                    "noncommittal": noncommittal,
-                }
+                answer_relevance_ragas.heuristic_row(
+                    question_vectors[i].vectors[0], probes[i], is_noncommittal(answer)
+                )
             )
-        return self._frame("answer_relevance_ragas", rows, start, answers)
+        return self._frame(answer_relevance_ragas.NAME, rows, start, answers)
 
     @remembered
     def e2e_score(
@@ -462,30 +316,22 @@ class OfflineJudge:
         ]
         answer_texts = [" ".join(split_sentences(a or "")) for _, a, _ in triples]
         skipped = [p or not a for p, a in zip(problems, answer_texts, strict=True)]
-        answer_vectors = _embed(self.embedder, _unless(skipped, ([a] for a in answer_texts)))
-        truth_vectors = _embed(self.embedder, _unless(skipped, ([g] for _, _, g in triples)))
-        weight = self.e2e_semantic_weight
+        answer_vectors = embed_sentences(
+            self.embedder, _unless(skipped, ([a] for a in answer_texts))
+        )
+        truth_vectors = embed_sentences(
+            self.embedder, _unless(skipped, ([g] for _, _, g in triples))
+        )
         rows = []
         for i, (problem, (_, answer, truth)) in enumerate(zip(problems, triples, strict=True)):
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            if skipped[i]:
-                score, reason = 0.0, "empty answer"
-            else:
-                cosine = _cosine(answer_vectors[i], truth_vectors[i])
-                overlap = token_f1(answer, truth)
-                score = weight * min(max(cosine, 0.0), 1.0) + (1 - weight) * overlap
-                reason = f"cosine={cosine:.4f}, token_f1={overlap:.4f}"
+            cosine = None if skipped[i] else _cosine(answer_vectors[i], truth_vectors[i])
             rows.append(
-                {
-                    "score": score,
-                    "error": None,
-                    "raw_reply": _dumps({"score": score, "reason": reason}),
-                    "reason": reason,
-                }
+                e2e_score.heuristic_row(cosine, answer or "", truth or "", self.e2e_semantic_weight)
             )
-        return self._frame("e2e_score", rows, start, answers, ground_truths)
+        return self._frame(e2e_score.NAME, rows, start, answers, ground_truths)
 
     @remembered
     def context_precision(
@@ -505,11 +351,11 @@ class OfflineJudge:
             missing_input(question=as_text(q), ground_truth=g) or (None if c else "no contexts")
             for q, c, g in zip(questions, chunk_lists, truths, strict=True)
         ]
-        truth_sentences = _embed(
+        truth_sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
         chunk_sentences = iter(
-            _embed(
+            embed_sentences(
                 self.embedder,
                 [
                     split_sentences(chunk)
@@ -528,18 +374,8 @@ class OfflineJudge:
                 float(np.max(self.support(truth_sentences[i], next(chunk_sentences))))
                 for _ in chunk_lists[i]
             ]
-            verdicts = [int(b >= self.threshold) for b in best]
-            reply = {"verdicts": verdicts, "support": [_rounded(b) for b in best]}
-            rows.append(
-                {
-                    "score": context_precision(verdicts),
-                    "error": None,
-                    "raw_reply": _dumps(reply),
-                    "n_contexts": len(verdicts),
-                    "n_relevant": sum(verdicts),
-                }
-            )
-        return self._frame("context_precision", rows, start, chunk_lists, truths)
+            rows.append(context_precision.heuristic_row(best, self.threshold))
+        return self._frame(context_precision.NAME, rows, start, chunk_lists, truths)
 
     @remembered
     def context_recall(
@@ -554,12 +390,14 @@ class OfflineJudge:
         aligned(contexts=contexts, ground_truths=ground_truths)
         truths = [as_text(g) for g in ground_truths]
         problems = [missing_input(ground_truth=g) for g in truths]
-        claims = _embed(
+        claims = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
-        evidence = _embed(self.embedder, _unless(problems, map(_context_sentences, contexts)))
-        rows = self._claim_rows(problems, claims, evidence, "attributed", context_recall)
-        return self._frame("context_recall", rows, start, contexts, truths)
+        evidence = embed_sentences(
+            self.embedder, _unless(problems, map(context_sentences, contexts))
+        )
+        rows = self._claim_rows(problems, claims, evidence, context_recall.heuristic_row)
+        return self._frame(context_recall.NAME, rows, start, contexts, truths)
 
     @remembered
     def answer_correctness(
@@ -578,8 +416,8 @@ class OfflineJudge:
         problems = [missing_input(ground_truth=g) or missing_answer(a) for a, g in pairs]
         answer_sentences = _unless(problems, (split_sentences(a or "") for a, _ in pairs))
         truth_sentences = _unless(problems, (split_sentences(g or "") for _, g in pairs))
-        statements = _embed(self.embedder, answer_sentences + truth_sentences)
-        whole = _embed(
+        statements = embed_sentences(self.embedder, answer_sentences + truth_sentences)
+        whole = embed_sentences(
             self.embedder,
             [
                 [" ".join(a), " ".join(g)] if a else []
@@ -592,68 +430,39 @@ class OfflineJudge:
                 rows.append({"score": math.nan, "error": problem})
                 continue
             answer, truth = statements[i], statements[len(problems) + i]
-            answer_supported = self.support(answer, truth) >= self.threshold
-            truth_covered = self.support(truth, answer) >= self.threshold
-            reply = {
-                "TP": [s for s, ok in zip(answer.texts, answer_supported, strict=True) if ok],
-                "FP": [s for s, ok in zip(answer.texts, answer_supported, strict=True) if not ok],
-                "FN": [s for s, ok in zip(truth.texts, truth_covered, strict=True) if not ok],
-            }
-            counts = [len(reply[key]) for key in ("TP", "FP", "FN")]
             similarity = (
                 min(max(float(whole[i].vectors[0] @ whole[i].vectors[1]), 0.0), 1.0)
                 if len(whole[i])
                 else 0.0
             )
-            f1, _ = attempt(factual_f1, *counts)
-            score, error = attempt(answer_correctness, *counts, similarity, weights)
             rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_tp": counts[0],
-                    "n_fp": counts[1],
-                    "n_fn": counts[2],
-                    "factual_f1": f1,
-                    "semantic_similarity": similarity,
-                }
+                answer_correctness.heuristic_row(
+                    answer,
+                    truth,
+                    self.support(answer, truth),
+                    self.support(truth, answer),
+                    self.threshold,
+                    similarity,
+                    weights,
+                )
             )
-        return self._frame("answer_correctness", rows, start, answers, ground_truths)
+        return self._frame(answer_correctness.NAME, rows, start, answers, ground_truths)
 
     def _claim_rows(
         self,
         problems: Sequence[str | None],
-        claims: Sequence[Any],
-        evidence: Sequence[Any],
-        flag: str,
-        metric: Callable[[Sequence[bool]], float],
+        claims: Sequence[Sentences],
+        evidence: Sequence[Sentences],
+        heuristic: Callable[[Sentences, np.ndarray, float], dict[str, Any]],
     ) -> list[dict[str, Any]]:
-        """Rows for a claims-vs-evidence metric: each claim is `flag`-ged when some evidence
-        sentence supports it, and the score is `metric` of those flags."""
+        """Rows for a claims-vs-evidence metric: the metric's `heuristic` of each row's claims
+        and of their best support by an evidence sentence (`support`)."""
         rows: list[dict[str, Any]] = []
         for problem, claim, context in zip(problems, claims, evidence, strict=True):
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            best = self.support(claim, context)
-            flags = [bool(b >= self.threshold) for b in best]
-            score, error = attempt(metric, flags)
-            reply = {
-                "claims": [
-                    {"claim": text, flag: value, "support": _rounded(b)}
-                    for text, value, b in zip(claim.texts, flags, best, strict=True)
-                ]
-            }
-            rows.append(
-                {
-                    "score": score,
-                    "error": error,
-                    "raw_reply": _dumps(reply),
-                    "n_claims": len(flags),
-                    f"n_{flag}": sum(flags),
-                }
-            )
+            rows.append(heuristic(claim, self.support(claim, context), self.threshold))
         return rows
 
     def _frame(
@@ -677,36 +486,9 @@ class OfflineJudge:
         return judgment_frame(metric, [row | common for row in rows])
 
 
-def _rubric_row(score: float, reason: str) -> dict[str, Any]:
-    """A scored row with its reason, and the JSON an LLM judge's rubric reply would be."""
-    return {
-        "score": score,
-        "error": None,
-        "raw_reply": _dumps({"score": score, "reason": reason}),
-        "reason": reason,
-    }
-
-
-def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:
-    """Mean over consecutive sentence pairs of clip(cos, 0, 1) (rows are unit vectors); 1 for
-    one sentence (nothing to connect), 0 for none."""
-    if len(vectors) == 0:
-        return 0.0, "no sentences"
-    if len(vectors) == 1:
-        return 1.0, "single sentence"
-    cosines = np.clip(np.einsum("ij,ij->i", vectors[:-1], vectors[1:]), 0.0, 1.0)
-    return float(cosines.mean()), f"mean consecutive-sentence cosine over {len(cosines)} pairs"
-
-
 def _unless(skipped: Sequence[Any], groups: Iterable[list[str]]) -> list[list[str]]:
     """`groups`, emptied for the rows marked in `skipped` (nothing to embed for them)."""
     return [[] if skip else group for skip, group in zip(skipped, groups, strict=True)]
-
-
-def _context_sentences(chunks: Any) -> list[str]:
-    """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
-    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
-    return list(itertools.islice(sentences, MAX_SENTENCES))
 
 
 def _over_bounds(*columns: Sequence[Any]) -> list[bool]:
@@ -714,162 +496,3 @@ def _over_bounds(*columns: Sequence[Any]) -> list[bool]:
     return [
         any(exceeds_bounds(as_chunks(value)) for value in row) for row in zip(*columns, strict=True)
     ]
-
-
-class Generator(Protocol):
-    """Answers questions from retrieved contexts: one row per question (`GENERATION_COLUMNS`)."""
-
-    @property
-    def generator_model(self) -> str: ...
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame: ...
-
-
-def generation_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Generation rows → a DataFrame with `GENERATION_COLUMNS` and their dtypes."""
-    return pd.DataFrame(list(rows), columns=list(GENERATION_COLUMNS)).astype(GENERATION_COLUMNS)
-
-
-class OfflineGenerator:
-    """Extractive answers: the `max_sentences` context sentences closest to the question.
-
-    Sentences of all chunks are de-duplicated, ranked by cosine with the question (ties keep
-    the earlier sentence), and the top ones are joined in their context order. No context →
-    `NO_CONTEXT_ANSWER`. `latency_ms` is the batch time divided evenly over the rows.
-    """
-
-    def __init__(self, embedder: Embedder, max_sentences: int = 2) -> None:
-        if max_sentences < 1:
-            raise ValueError(f"max_sentences must be at least 1, got {max_sentences}")
-        self.embedder = embedder
-        self.max_sentences = max_sentences
-
-    @property
-    def generator_model(self) -> str:
-        """Always `OFFLINE_GENERATOR_MODEL`."""
-        return OFFLINE_GENERATOR_MODEL
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame:
-        """One extractive answer per question; `use_cache` has no effect."""
-        start = time.perf_counter()
-        aligned(questions=questions, contexts=contexts)
-        texts = [as_text(q) for q in questions]
-        problems = [missing_input(question=q) for q in texts]
-        candidates = [
-            [] if problem else list(dict.fromkeys(_context_sentences(chunks)))
-            for problem, chunks in zip(problems, contexts, strict=True)
-        ]
-        answerable = [bool(c) for c in candidates]
-        question_vectors = _embed(
-            self.embedder, [[q] if ok else [] for ok, q in zip(answerable, texts, strict=True)]
-        )
-        sentences = _embed(self.embedder, candidates)
-        rows = []
-        for i, problem in enumerate(problems):
-            if problem:
-                rows.append({"answer": None, "error": problem})
-            elif not answerable[i]:
-                rows.append({"answer": NO_CONTEXT_ANSWER, "error": None})
-            else:
-                similarity = sentences[i].vectors @ question_vectors[i].vectors[0]
-                ranked = sorted(range(len(similarity)), key=lambda j: (-similarity[j], j))
-                chosen = sorted(ranked[: self.max_sentences])
-                answer = " ".join(sentences[i].texts[j] for j in chosen)
-                rows.append({"answer": answer, "error": None})
-        latency_ms = (time.perf_counter() - start) * 1000 / max(len(rows), 1)
-        common = {
-            "generator_model": self.generator_model,
-            "latency_ms": latency_ms,
-            "cached": False,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cost_usd": 0.0,
-        }
-        return generation_frame([row | common for row in rows])
-
-
-class LLMGenerator:
-    """Answers through an LLM with the generator prompt (numbered context, citations [n]).
-
-    A row without any non-blank chunk gets `NO_CONTEXT_ANSWER` without a call; a prompt over
-    `MAX_PROMPT_CHARS` (never sent), a failed call or an empty reply gives a row with `answer`
-    None and `error` set.
-    """
-
-    def __init__(self, client: LLMClient) -> None:
-        self.client = client
-
-    @property
-    def generator_model(self) -> str:
-        """The litellm model string of the generator."""
-        return self.client.config.model
-
-    def generate(
-        self,
-        questions: Sequence[str],
-        contexts: Sequence[Sequence[str]],
-        *,
-        use_cache: bool = True,
-    ) -> pd.DataFrame:
-        """One answer per question, all prompts sent as one batch."""
-        aligned(questions=questions, contexts=contexts)
-        texts = [as_text(q) for q in questions]
-        chunk_lists = [[c for c in as_chunks(chunks) if c.strip()] for chunks in contexts]
-        candidates = {
-            i: generator_prompt(q, chunks)
-            for i, (q, chunks) in enumerate(zip(texts, chunk_lists, strict=True))
-            if q and chunks
-        }
-        too_long = {i: oversized(prompt) for i, prompt in candidates.items() if oversized(prompt)}
-        asked = [i for i in candidates if i not in too_long]
-        prompts = [candidates[i] for i in asked]
-        replies = self.client.complete_many(prompts, use_cache=use_cache) if prompts else []
-        reply_of = dict(zip(asked, replies, strict=True))
-        base = {
-            "generator_model": self.generator_model,
-            "latency_ms": 0.0,
-            "cached": False,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cost_usd": 0.0,
-        }
-        rows = []
-        for i, question in enumerate(texts):
-            reply = reply_of.get(i)
-            if reply is None:
-                problem = missing_input(question=question) or too_long.get(i)
-                rows.append(
-                    base | {"answer": None if problem else NO_CONTEXT_ANSWER, "error": problem}
-                )
-                continue
-            if reply.error is not None:
-                answer, error = None, f"llm call failed: {reply.error}"
-            elif reply.text is None or not reply.text.strip():
-                answer, error = None, "empty reply"
-            else:
-                answer, error = reply.text.strip(), None
-            rows.append(
-                {
-                    "answer": answer,
-                    "error": error,
-                    "generator_model": reply.model or self.generator_model,
-                    "latency_ms": reply.latency_ms,
-                    "cached": reply.cached,
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                    "cost_usd": reply.cost_usd,
-                }
-            )
-        return generation_frame(rows)

@@ -16,8 +16,8 @@ from typing import Protocol
 import pandas as pd
 
 from rag_eval_pipeline.judges.offline import OfflineJudge
-from rag_eval_pipeline.judges.prompts import PromptTemplate
 from rag_eval_pipeline.llm.client import LLMClient
+from rag_eval_pipeline.llm.prompts import PromptTemplate
 from rag_eval_pipeline.metrics.classification import parse_yes_no
 
 SHOW_PROMPT = PromptTemplate(

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.judges.offline import Generator
+from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.retrievers import dense_scores, document_texts, top_k_run
 
 RAG_OUTPUT_COLUMNS = [

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.judges.offline import Generator
+from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.rag import ReferenceRag
 from rag_eval_pipeline.systems.retrievers import (
     bm25_scores,

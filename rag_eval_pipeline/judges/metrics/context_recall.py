@@ -1,0 +1,59 @@
+"""Context recall: the share of the ground truth's claims that the retrieved context covers.
+
+score = attributed claims / claims (`metrics.ragas.context_recall`, the RAGAS formula); a ground
+truth without claims has no score, only the error `no claims`.
+
+- LLM judge: `CONTEXT_RECALL` asks for the ground truth's atomic claims, each marked attributable
+  to the context or not; reply {"claims": [{"claim": str, "attributed": bool}]}, read by
+  `interpret`.
+- Offline judge: the ground truth's sentences are its claims; a claim is attributed when some
+  context sentence supports it (`OfflineJudge.support` ≥ threshold); `heuristic_row`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rag_eval_pipeline.embedding.sentences import Sentences
+from rag_eval_pipeline.judges.heuristics import claim_row
+from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
+from rag_eval_pipeline.metrics.ragas import context_recall
+
+NAME = "context_recall"
+SCORECARD_NAME = "avg_context_recall"
+DETAIL_COLUMNS: dict[str, str] = {"n_claims": "Int64", "n_attributed": "Int64"}
+
+CONTEXT_RECALL = PromptTemplate(
+    name="context_recall",
+    system=(
+        "You check how much of a ground-truth answer the retrieved context covers.\n"
+        "1. Break the ground truth into atomic, self-contained claims.\n"
+        "2. For each claim decide whether it can be attributed to the context, that is whether "
+        "the context states or directly implies it.\n"
+        'Schema: {"claims": [{"claim": "<claim>", "attributed": true or false}]}\n' + JSON_ONLY
+    ),
+    user="<context>\n$context\n</context>\n\n<ground_truth>\n$ground_truth\n</ground_truth>",
+)
+
+
+def context_recall_prompt(contexts: Sequence[str], ground_truth: str) -> Messages:
+    """Ground-truth claims, each marked attributable to the context or not."""
+    return CONTEXT_RECALL.render(context=format_contexts(contexts), ground_truth=ground_truth)
+
+
+def interpret(payload: dict[str, Any]) -> Interpretation:
+    """The reply's claim verdicts → context recall, with the claim counts."""
+    flags = claim_flags(payload, "attributed")
+    score, error = attempt(context_recall, flags)
+    return score, error, {"n_claims": len(flags), "n_attributed": sum(flags)}
+
+
+def heuristic_row(claims: Sentences, best: np.ndarray, threshold: float) -> dict[str, Any]:
+    """The offline row: ground-truth sentence i is attributed when `best[i]` (its best support
+    by a context sentence) reaches `threshold`."""
+    return claim_row(claims, best, threshold, "attributed", context_recall)

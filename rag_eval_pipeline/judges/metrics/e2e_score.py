@@ -1,0 +1,76 @@
+"""End-to-end usefulness: how useful the answer is against the ground-truth answer, in [0, 1].
+
+- LLM judge: `E2E_SCORE` asks for a 0–1 rubric score (1 all essential information, nothing
+  contradicting; 0.7 a minor miss; 0.3 partly right; 0 wrong or no answer); reply
+  {"score": float, "reason": str}, read tolerantly by `parse`.
+- Offline judge: w · clip(cos(a, g), 0, 1) + (1 − w) · token F1(a, g), g the ground truth,
+  w = `e2e_semantic_weight` (0.5); token F1 is SQuAD's F1 over case-folded `\\w+` tokens (any
+  script, no stop-word removal, `token_f1`); 0 for an empty answer (`heuristic_row`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rag_eval_pipeline.embedding.sentences import word_tokens
+from rag_eval_pipeline.judges.heuristics import rubric_row
+from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.replies import parse_rubric, rubric
+from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
+
+NAME = "e2e_score"
+SCORECARD_NAME = "avg_e2e_score"
+DETAIL_COLUMNS: dict[str, str] = {"reason": "str"}
+
+E2E_SCORE = PromptTemplate(
+    name="e2e_score",
+    system=(
+        "You grade how useful an answer is to the person who asked the question, using the "
+        "ground-truth answer as the reference.\n"
+        "Score from 0 to 1:\n"
+        "1.0 = conveys all essential information of the ground truth, nothing contradicts it;\n"
+        "0.7 = mostly right, misses a minor point or adds harmless noise;\n"
+        "0.3 = partly right, misses essential information;\n"
+        "0.0 = wrong, contradicts the ground truth, or does not answer.\n"
+        "Judge substance, not wording or length.\n"
+        'Schema: {"score": <number between 0 and 1>, "reason": "<one sentence>"}\n' + JSON_ONLY
+    ),
+    user=(
+        "<question>\n$question\n</question>\n\n<ground_truth>\n$ground_truth\n</ground_truth>\n\n"
+        "<answer>\n$answer\n</answer>"
+    ),
+)
+
+
+def e2e_score_prompt(question: str, answer: str, ground_truth: str) -> Messages:
+    """A 0–1 usefulness score of the answer against the ground-truth answer."""
+    return E2E_SCORE.render(question=question, answer=answer, ground_truth=ground_truth)
+
+
+parse = parse_rubric
+"""Reads the reply: its 0–1 score (JSON, bare or labelled) and its JSON reason."""
+
+interpret = rubric
+"""The parsed rubric reply is the score; its reason is kept."""
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """SQuAD token F1: harmonic mean of token precision and recall (multiset overlap)."""
+    predicted, expected = word_tokens(prediction), word_tokens(reference)
+    overlap = sum((Counter(predicted) & Counter(expected)).values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(predicted), overlap / len(expected)
+    return 2 * precision * recall / (precision + recall)
+
+
+def heuristic_row(
+    cosine: float | None, answer: str, ground_truth: str, semantic_weight: float
+) -> dict[str, Any]:
+    """The offline row from the answer–ground-truth cosine (None for an empty answer: 0)."""
+    if cosine is None:
+        return rubric_row(0.0, "empty answer")
+    overlap = token_f1(answer, ground_truth)
+    score = semantic_weight * min(max(cosine, 0.0), 1.0) + (1 - semantic_weight) * overlap
+    return rubric_row(score, f"cosine={cosine:.4f}, token_f1={overlap:.4f}")

@@ -1,0 +1,71 @@
+"""Faithfulness: the share of the answer's claims that the retrieved context supports.
+
+score = supported claims / claims (`metrics.ragas.faithfulness_score`, the RAGAS formula); an
+answer without claims has no score, only the error `no claims`.
+
+- LLM judge: `FAITHFULNESS` asks for the answer's atomic claims, each verified against the
+  context alone; reply {"claims": [{"claim": str, "supported": bool}]}, read by `interpret`.
+  An empty answer is not sent: it has no claims.
+- Offline judge: the answer's sentences are its claims (none when it is noncommittal,
+  `offline_claims`); a claim is supported when some context sentence supports it
+  (`OfflineJudge.support` ≥ threshold); `heuristic_row` scores those verdicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import claim_row, is_noncommittal
+from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
+from rag_eval_pipeline.metrics.ragas import faithfulness_score
+
+NAME = "faithfulness"
+SCORECARD_NAME = "avg_faithfulness"
+DETAIL_COLUMNS: dict[str, str] = {"n_claims": "Int64", "n_supported": "Int64"}
+
+FAITHFULNESS = PromptTemplate(
+    name="faithfulness",
+    system=(
+        "You verify whether an answer is grounded in the given context.\n"
+        "1. Break the answer into atomic, self-contained factual claims (replace pronouns by what "
+        "they refer to; one fact per claim; ignore citation markers such as [2]).\n"
+        "2. For each claim decide whether it can be directly inferred from the context alone. "
+        "Outside knowledge does not count: a true claim absent from the context is not supported.\n"
+        "If the answer makes no factual claim (for example it only says it does not know), "
+        'return {"claims": []}.\n'
+        'Schema: {"claims": [{"claim": "<claim>", "supported": true or false}]}\n' + JSON_ONLY
+    ),
+    user=(
+        "<question>\n$question\n</question>\n\n<context>\n$context\n</context>\n\n"
+        "<answer>\n$answer\n</answer>"
+    ),
+)
+
+
+def faithfulness_prompt(question: str, contexts: Sequence[str], answer: str) -> Messages:
+    """Claim extraction and verification against the context in one reply."""
+    return FAITHFULNESS.render(question=question, context=format_contexts(contexts), answer=answer)
+
+
+def interpret(payload: dict[str, Any]) -> Interpretation:
+    """The reply's claim verdicts → faithfulness, with the claim counts."""
+    flags = claim_flags(payload, "supported")
+    score, error = attempt(faithfulness_score, flags)
+    return score, error, {"n_claims": len(flags), "n_supported": sum(flags)}
+
+
+def offline_claims(answer: str) -> list[str]:
+    """The claims the offline judge checks: the answer's sentences, none when noncommittal."""
+    return [] if is_noncommittal(answer) else split_sentences(answer)
+
+
+def heuristic_row(claims: Sentences, best: np.ndarray, threshold: float) -> dict[str, Any]:
+    """The offline row: claim i is supported when `best[i]` (its best support by a context
+    sentence) reaches `threshold`."""
+    return claim_row(claims, best, threshold, "supported", faithfulness_score)
