@@ -10,6 +10,7 @@ import os
 
 from dagster import (
     Definitions,
+    EnvVar,
     in_process_executor,
     load_asset_checks_from_package_module,
     load_assets_from_package_module,
@@ -42,6 +43,8 @@ from rag_eval_pipeline.settings import (
     OFFLINE_MODEL,
 )
 
+ALERT_WEBHOOK_ENV = "RAG_EVAL_ALERT_WEBHOOK"
+
 
 def default_resources() -> dict[str, object]:
     """The resources of a default deployment: offline unless the environment names models."""
@@ -64,7 +67,9 @@ def default_resources() -> dict[str, object]:
             date=os.environ.get("RAG_EVAL_BASELINE_DATE"),
         ),
         "alerts": AlertsResource(
-            webhook_url=os.environ.get("RAG_EVAL_ALERT_WEBHOOK"),
+            # An EnvVar: the URL (a credential for Slack) is read at run time, never stored in
+            # the run's job snapshot or shown in the UI.
+            webhook_url=EnvVar(ALERT_WEBHOOK_ENV) if ALERT_WEBHOOK_ENV in os.environ else None,
             style=os.environ.get("RAG_EVAL_ALERT_STYLE", "json"),
             ui_url=os.environ.get("RAG_EVAL_UI_URL"),
         ),

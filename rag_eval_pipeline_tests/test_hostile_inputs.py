@@ -365,3 +365,24 @@ def test_llm_judge_and_generator_never_send_a_megabyte_prompt(
         assert error.startswith("prompt too long: 1,000,")
         assert error.endswith(f"more than {MAX_PROMPT_CHARS:,}")
     assert pd.isna(generated.loc[0, "answer"]) and pd.isna(generated.loc[1, "error"])
+
+
+def test_alert_webhook_url_never_lands_in_the_job_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The webhook URL (a credential for Slack) is an EnvVar: the job snapshot Dagster stores
+    with every run, and shows in the UI, holds the variable's name, never its value."""
+    from dagster import Definitions, serialize_value
+
+    from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
+    from rag_eval_pipeline.defs.jobs import evaluation_job
+
+    monkeypatch.setenv("RAG_EVAL_ALERT_WEBHOOK", "https://hooks.example/T0/B0/webhook-secret-1")
+    resources = default_resources()
+    assert resources["alerts"].webhook_url.get_value() == (
+        "https://hooks.example/T0/B0/webhook-secret-1"
+    )
+    definitions = Definitions(
+        assets=ALL_ASSETS, asset_checks=ALL_CHECKS, jobs=[evaluation_job], resources=resources
+    )
+    snapshot = serialize_value(definitions.resolve_job_def("evaluation_job").get_job_snapshot())
+    assert "RAG_EVAL_ALERT_WEBHOOK" in snapshot
+    assert "webhook-secret-1" not in snapshot
