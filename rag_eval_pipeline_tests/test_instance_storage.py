@@ -20,13 +20,13 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline.defs.instance_storage import (
+from rag_eval_pipeline.pooled_storage import TESTED_DAGSTER_VERSIONS, storage_class
+from rag_eval_pipeline.pooled_storage.sqlite import (
     MAX_OPEN_ENGINES,
     PooledSqliteEventLogStorage,
     PooledSqliteRunStorage,
     PooledSqliteStorage,
 )
-from rag_eval_pipeline.defs.pooled_storage import TESTED_DAGSTER_VERSIONS, storage_class
 from rag_eval_pipeline_tests.conftest import PROJECT_ROOT
 
 POOLED_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.pooled-sqlite.yaml"

@@ -23,7 +23,9 @@ LIBRARY_PACKAGES = (
     "storage",
     "systems",
 )
-WIRING = {"cli", "definitions", "settings", "__init__"}
+# Beside the library and defs/: the wiring, and the opt-in pooled storage a deployment names in
+# its dagster.yaml (it imports Dagster's private storage classes, so defs/ never loads it).
+WIRING = {"cli", "definitions", "settings", "__init__", "pooled_storage"}
 
 
 def library_modules() -> list[str]:

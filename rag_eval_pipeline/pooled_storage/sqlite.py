@@ -6,11 +6,12 @@ connect and the WAL checkpoint on close. A run of this pipeline stores about 300
 made the storage more than a third of a warm run. `PooledSqliteStorage` keeps one pooled engine
 per database file and process instead, and is otherwise Dagster's own SQLite storage: the same
 files, schema and migrations, so an existing ``DAGSTER_HOME`` keeps working and can switch back
-by deleting the ``storage`` block. ``dagster.yaml`` (copied into ``DAGSTER_HOME``) enables it::
+by deleting the ``storage`` block. ``deploy/dagster.pooled-sqlite.yaml`` enables it through the
+version guard of ``rag_eval_pipeline.pooled_storage``; naming this module directly skips the guard::
 
     storage:
       custom:
-        module: rag_eval_pipeline.defs.instance_storage
+        module: rag_eval_pipeline.pooled_storage.sqlite
         class: PooledSqliteStorage
         config:
           base_dir: {env: DAGSTER_HOME}
