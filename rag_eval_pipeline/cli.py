@@ -148,15 +148,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     versions, problems = _register_valid_versions(instance, datasets, versions)
     if problems and args.dataset_version:
         return 2
-    if not versions and (scan.invalid or problems):
+    if not versions:
         count = len(scan.invalid) + len(problems)
-        print(
-            terminal_text(
-                f"no valid dataset version to evaluate: all {count} folder(s) under "
-                f"{datasets.root} are invalid (reasons above)"
-            ),
-            file=sys.stderr,
+        reason = (
+            f"all {count} folder(s) under {datasets.root} are invalid (reasons above)"
+            if count
+            else f"{datasets.root} holds no dataset folder"
         )
+        print(terminal_text(f"no valid dataset version to evaluate: {reason}"), file=sys.stderr)
         return 2
     if args.from_date:
         return _launch_backfill(instance, versions, args)
@@ -573,6 +572,7 @@ def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace)
         ("--date", getattr(args, "_date_given", False)),
         ("--select", args.select),
         ("--force", args.force),
+        ("--fail-on-regression", args.fail_on_regression),
     ):
         if given:
             parser.error(f"{option} does not apply to a --from/--to backfill")

@@ -419,3 +419,11 @@ def test_rag_eval_run_where_every_folder_is_invalid_exits_2(tmp_path: Path) -> N
         f"no valid dataset version to evaluate: all 2 folder(s) under {root} are invalid "
         "(reasons above)"
     ]
+
+
+def test_rag_eval_run_without_any_dataset_folder_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "datasets").mkdir()
+    stderr = rag_eval(tmp_path, tmp_path / "home", "run", exit_code=2)
+    assert stderr.strip().splitlines()[-1] == (
+        f"no valid dataset version to evaluate: {tmp_path / 'datasets'} holds no dataset folder"
+    )

@@ -69,6 +69,27 @@ def test_fingerprint_changes_with_every_input_it_covers(version_dir: Path, tmp_p
     assert fingerprint(version_dir, store) not in {base, with_baseline}
 
 
+def test_a_pinned_baseline_version_and_the_composite_weights_are_covered(
+    version_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    pinned = {"RAG_EVAL_BASELINE_VERSION": "release-1"}
+    before = fingerprint(version_dir, store, **pinned)
+    scorecard = pd.DataFrame({"metric": ["mrr"], "value": [0.5]})
+    write_parquet_atomically(scorecard, store.scorecard_path("release-1", "2026-11-25"))
+    rematerialized = fingerprint(version_dir, store, **pinned)
+    assert rematerialized != before, "the pinned version's scorecards are the baseline"
+    assert fingerprint(version_dir, store) == fingerprint(version_dir, store)
+
+    weights = tmp_path / "elsewhere" / "composite.yaml"
+    weights.parent.mkdir()
+    weights.write_text("weights: {faithfulness: 1.0}\n")
+    monkeypatch.setattr("rag_eval_pipeline.storage.run_fingerprint.COMPOSITE_FILE", weights)
+    with_weights = fingerprint(version_dir, store, **pinned)
+    weights.write_text("weights: {faithfulness: 0.5, answer_relevance: 0.5}\n")
+    assert fingerprint(version_dir, store, **pinned) != with_weights
+
+
 def test_a_user_callable_is_never_fingerprinted(version_dir: Path, tmp_path: Path) -> None:
     store = WarehouseStore(str(tmp_path / "warehouse"))
     assert fingerprint(version_dir, store, RAG_EVAL_SYSTEM="callable") is None

@@ -110,6 +110,7 @@ def test_a_live_owners_started_run_is_left_alone(dagster_instance: DagsterInstan
         ["--from", "2026-11-21", "--to", "2026-11-20"],
         ["--from", "2026-11-20", "--to", "2026-11-21", "--date", "2026-11-20"],
         ["--from", "2026-11-20", "--to", "2026-11-21", "--select", "golden_dataset"],
+        ["--from", "2026-11-20", "--to", "2026-11-21", "--fail-on-regression"],
     ],
 )
 def test_conflicting_dates_are_an_error_not_a_silent_choice(

@@ -45,7 +45,9 @@ def judge_error_rate_check(asset_name: str) -> AssetChecksDefinition:
         return AssetCheckResult(
             passed=rate <= MAX_JUDGE_ERROR_RATE,
             severity=AssetCheckSeverity.ERROR if outage else AssetCheckSeverity.WARN,
-            description=(f"Judge outage: {rate:.0%} of the judgments failed." if outage else None),
+            description=(
+                f"Judge outage: {call_rate:.0%} of the judge calls failed." if outage else None
+            ),
             metadata={
                 "error_rate": MetadataValue.float(rate),
                 "judge_call_error_rate": MetadataValue.float(call_rate),

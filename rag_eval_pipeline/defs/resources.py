@@ -179,7 +179,7 @@ class LLMResource(ConfigurableResource):
 
 
 class ResultCacheResource(ConfigurableResource):
-    """Where costly, pure results are kept by content (see `evaluation.result_cache`).
+    """Where costly, pure results are kept by content (see `storage.result_cache`).
 
     `enabled: false` recomputes every time (e.g. to time the computation itself).
     """

@@ -38,7 +38,7 @@ JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
 REFUSAL_METRIC = "refusal_rate"
 REFUSAL_DETAILS = json.dumps({"refusal": True})
 NO_CLAIMS = "no claims"
-REFUSAL_DETECTOR = "refusal phrases (judging.offline.is_noncommittal)"
+REFUSAL_DETECTOR = "refusal phrases (judges.heuristics.is_noncommittal)"
 REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
 NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
 TEXT_SCORERS = {
@@ -160,7 +160,7 @@ def _long(frame: pd.DataFrame, metric: str, scored: pd.DataFrame) -> pd.DataFram
 def refusals(answers: pd.Series) -> np.ndarray:
     """Per answer, whether it declines: an empty answer or a single sentence with a refusal
     phrase ("I don't know.", the generator's own no-context answer, "I cannot answer ...");
-    see `judging.offline.is_noncommittal`. A missing answer (a failed generation) is not one."""
+    see `judges.heuristics.is_noncommittal`. A missing answer (a failed generation) is not one."""
     return np.array([a is not None and is_noncommittal(str(a)) for a in answers], dtype=bool)
 
 

@@ -2,7 +2,8 @@
 
 Thresholds come from a YAML file (`config/thresholds.yaml`, see its header), overridable per
 dataset version. A metric is lower-is-better when the file says so or, by default, when its
-name mentions latency, an error rate or a disagreement (`mean_abs_diff`).
+name mentions latency, an error or refusal rate, an error count, a cost or a disagreement
+(`mean_abs_diff`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,14 @@ SCORECARD_COLUMNS = [
     "regression_threshold",
     "regression_min_change",
 ]
-LOWER_IS_BETTER_MARKERS = ("latency", "error_rate", "refusal_rate", "mean_abs_diff", "n_errors")
+LOWER_IS_BETTER_MARKERS = (
+    "latency",
+    "error_rate",
+    "refusal_rate",
+    "mean_abs_diff",
+    "n_errors",
+    "cost",
+)
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
 
 

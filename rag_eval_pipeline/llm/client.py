@@ -506,7 +506,7 @@ class LLMClient:
 
     def _describe(self, error: BaseException) -> str:
         """Error class and message, with the API key, every secret of the environment and
-        anything key-shaped redacted (`judging.secrets.redact`)."""
+        anything key-shaped redacted (`llm.secrets.redact`)."""
         name = type(error).__name__
         message = str(error).removeprefix(f"litellm.{name}: ")
         text = message if message.startswith(f"{name}: ") else f"{name}: {message}"

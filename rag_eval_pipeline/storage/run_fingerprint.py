@@ -26,21 +26,25 @@ from upath import UPath
 from rag_eval_pipeline.datasets.manifest import read_manifest
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, resolve_model_path
 from rag_eval_pipeline.embedding.weights import weights_fingerprint
+from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE
 from rag_eval_pipeline.settings import EMBEDDER_MODEL_ENV, PROJECT_ROOT, THRESHOLDS_FILE
 from rag_eval_pipeline.storage.code_version import code_digest, files_digest, source_files
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 CONFIG_DIR = PROJECT_ROOT / "config"
 ENV_PREFIX = "RAG_EVAL_"
+BASELINE_VERSION_ENV = "RAG_EVAL_BASELINE_VERSION"
 UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable"})
 
 
 def config_digest() -> str:
-    """The digest of the project's config files and of the thresholds file in use."""
+    """The digest of the project's config files and of the thresholds and composite-weight
+    files in use (`RAG_EVAL_THRESHOLDS` and `RAG_EVAL_COMPOSITE` may point outside `config/`)."""
     files = source_files(CONFIG_DIR, "*") if CONFIG_DIR.exists() else []
     digest = files_digest(files, CONFIG_DIR)
-    if THRESHOLDS_FILE.exists():
-        digest += files_digest([THRESHOLDS_FILE], THRESHOLDS_FILE.parent)
+    for chosen in (THRESHOLDS_FILE, COMPOSITE_FILE):
+        if chosen.exists():
+            digest += files_digest([chosen], chosen.parent)
     return digest
 
 
@@ -55,12 +59,19 @@ def embedder_weights(environ: Mapping[str, str]) -> str:
     return weights_fingerprint(resolve_model_path(model))
 
 
-def baseline_digest(store: WarehouseStore, version: str, date: str) -> str:
-    """The digest of the version's scorecards stored for dates before `date`."""
+def baseline_digest(
+    store: WarehouseStore, version: str, date: str, pinned_version: str | None = None
+) -> str:
+    """The digest of the scorecards a baseline can come from: the version's stored for dates
+    before `date`, and every one of a pinned baseline version (`RAG_EVAL_BASELINE_VERSION`)."""
     digest = hashlib.blake2b(digest_size=20)
-    for earlier in (d for d in store.scorecard_dates(version) if d < date):
-        digest.update(earlier.encode() + b"\0")
-        digest.update(store.scorecard_path(version, earlier).read_bytes())
+    sources = [(version, [d for d in store.scorecard_dates(version) if d < date])]
+    if pinned_version and pinned_version != version:
+        sources.append((pinned_version, store.scorecard_dates(pinned_version)))
+    for source, dates in sources:
+        for day in dates:
+            digest.update(f"{source}|{day}".encode() + b"\0")
+            digest.update(store.scorecard_path(source, day).read_bytes())
     return digest.hexdigest()
 
 
@@ -85,7 +96,7 @@ def partition_fingerprint(
         f"env={environment_items(environ)!r}",
         f"embedder={embedder_weights(environ)}",
         f"selection={sorted(selection) if selection else 'all'}",
-        f"baseline={baseline_digest(store, version, date)}",
+        f"baseline={baseline_digest(store, version, date, environ.get(BASELINE_VERSION_ENV))}",
     ]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=20).hexdigest()
 
