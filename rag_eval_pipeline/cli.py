@@ -201,6 +201,7 @@ def _materialize_date(
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.defs.run_ownership import RunOwner
+    from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
     asset_graph = defs.resolve_asset_graph()
@@ -236,7 +237,9 @@ def _materialize_date(
         run_ids[version] = result.run_id
         if not result.success:
             failed.append(version)
-    gated = _print_summary(instance, versions, args.date, run_ids)
+    gated = _print_summary(
+        instance, versions, args.date, run_ids, REGRESSIONS_ASSET in selected_assets
+    )
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -278,7 +281,11 @@ def selected_assets_of(text: str, defs: Definitions) -> list[AssetKey]:
 
 
 def _print_summary(
-    instance: DagsterInstance, versions: Sequence[str], day: str, run_ids: Mapping[str, str]
+    instance: DagsterInstance,
+    versions: Sequence[str],
+    day: str,
+    run_ids: Mapping[str, str],
+    regressions_selected: bool,
 ) -> list[str]:
     """Print each partition's regression alerts and failed checks; return the partitions a CI
     gate fails on (an alert or an ERROR check)."""
@@ -289,8 +296,15 @@ def _print_summary(
     gated = []
     print(f"summary for {day}:")
     for version in versions:
-        summary = partition_summary(instance, store, version, day, run_ids.get(version))
-        verdict = "needs a look" if summary.lines else "no regression, every check passed"
+        summary = partition_summary(
+            instance, store, version, day, run_ids.get(version), regressions_selected
+        )
+        if summary.n_alerts or summary.n_failed_checks:
+            verdict = "needs a look"
+        elif regressions_selected:
+            verdict = "no regression, every check passed"
+        else:
+            verdict = "every check passed"
         print(f"{version}|{day}: {verdict}")
         for line in summary.lines:
             print(line)

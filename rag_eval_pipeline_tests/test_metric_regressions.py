@@ -252,3 +252,22 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
     assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
     assert "check scorecard_regressions on evaluation_scorecard failed (WARN)" in second
     assert " · swap · " not in second and " · same · " not in second
+
+
+def test_a_run_without_metric_regressions_never_reports_or_gates_on_a_stored_verdict(
+    tmp_path: Path,
+) -> None:
+    from dagster import DagsterInstance
+
+    from rag_eval_pipeline.defs.run_summary import partition_summary
+    from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+    from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    stale = pd.DataFrame({"metric": ["mrr"], "alert": [True]})
+    write_parquet_atomically(stale, store.base / REGRESSIONS_ASSET / VERSION / f"{DAY2}.parquet")
+    summary = partition_summary(
+        DagsterInstance.ephemeral(), store, VERSION, DAY2, None, regressions_selected=False
+    )
+    assert (summary.n_alerts, summary.gates) == (0, False)
+    assert summary.lines == ["  metric_regressions was not in this run's selection: no verdict"]

@@ -49,11 +49,24 @@ def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEval
 
 
 def partition_summary(
-    instance: DagsterInstance, store: WarehouseStore, version: str, date: str, run_id: str | None
+    instance: DagsterInstance,
+    store: WarehouseStore,
+    version: str,
+    date: str,
+    run_id: str | None,
+    regressions_selected: bool = True,
 ) -> PartitionSummary:
-    """Alerted `metric_regressions` rows and failed checks of one partition, as text lines."""
+    """Alerted `metric_regressions` rows and failed checks of one partition, as text lines.
+
+    When the run did not select `metric_regressions`, its stored table may be stale: it is
+    neither printed nor gated on, and a line says so.
+    """
     lines: list[str] = []
-    verdicts = store.read_partition(REGRESSIONS_ASSET, version, date)
+    if not regressions_selected:
+        lines.append("  metric_regressions was not in this run's selection: no verdict")
+    verdicts = (
+        store.read_partition(REGRESSIONS_ASSET, version, date) if regressions_selected else None
+    )
     alerted = verdicts[verdicts["alert"].astype(bool)] if verdicts is not None else None
     n_alerts = 0 if alerted is None else len(alerted)
     if alerted is not None and n_alerts:
