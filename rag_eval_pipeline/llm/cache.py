@@ -13,12 +13,15 @@ the answers earlier runs were scored on.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +74,22 @@ class CachedReply:
     latency_ms: float
 
 
+@contextmanager
+def _exclusive_setup(database: Path) -> Iterator[None]:
+    """Processes opening `database` set it up one at a time (a `flock` on a sibling file).
+
+    Switching a new database to WAL takes an exclusive lock for which SQLite may answer
+    "database is locked" at once instead of waiting out the busy timeout, so concurrent first
+    opens (parallel runs or steps on a fresh cache) would fail without this.
+    """
+    descriptor = os.open(database.with_name(database.name + ".setup.lock"), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 class ReplyCache:
     """Successful replies by `cache_key`, in ``<directory>/llm_cache.sqlite3``."""
 
@@ -81,7 +100,7 @@ class ReplyCache:
         self._connection = sqlite3.connect(
             self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
-        with self._lock:
+        with self._lock, _exclusive_setup(self.path):
             self._connection.execute("PRAGMA journal_mode = WAL")
             self._connection.execute("PRAGMA synchronous = NORMAL")
             self._connection.execute(_SCHEMA)
