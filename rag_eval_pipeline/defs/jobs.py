@@ -5,20 +5,18 @@ partition's 20-odd steps are mostly sub-second, and the multiprocess executor wo
 process per step that imports PyTorch, litellm and the project again (3-7 s each), so a run the
 UI, the schedule, a sensor or a backfill launches would cost 10-20x what `rag-eval run` costs.
 Partitions run side by side as separate runs, through the run queue (`max_concurrent_runs`).
+The job is partitioned like its assets (dataset version × date; Dagster infers it).
 Step retries work as with any executor: an asset's `RetryPolicy`, or run config
 `execution: {config: {retries: ...}}`.
 """
 
 from dagster import AssetSelection, define_asset_job, in_process_executor
 
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
-
 EVALUATION_JOB_NAME = "evaluation_job"
 
 evaluation_job = define_asset_job(
     EVALUATION_JOB_NAME,
     selection=AssetSelection.all(),
-    partitions_def=evaluation_partitions,
     description="Materialize every evaluation tier for one dataset version on one date.",
     tags={"rag_eval/kind": "evaluation"},
     executor_def=in_process_executor,
