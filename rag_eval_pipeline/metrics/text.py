@@ -34,7 +34,7 @@ __all__ = [
 
 _WORD_PIECE = re.compile(r"[^\W_]+|[^\w\s]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_CITATION = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
+_CITATION = re.compile(r"\[\s*(\d{1,9}(?:\s*,\s*\d{1,9})*)\s*\]")
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 
 
@@ -286,7 +286,8 @@ def citation_scores(
 
     ``[n]`` (or ``[n, m]``) cites ``retrieved_ids[i][n-1]``, the n-th retrieved source of answer
     ``i``; each distinct index counts once, and an index outside ``1..len(retrieved_ids[i])``
-    is an invalid citation that never counts as relevant. Columns, per answer:
+    is an invalid citation that never counts as relevant. A bracket holding a number of more
+    than 9 digits is not a citation (so a hostile ``[999...9]`` cannot overflow ``int``). Columns, per answer:
 
     - ``citation_precision`` = cited indices whose source is relevant / distinct cited indices
       (valid and invalid); NaN when the answer cites nothing.
