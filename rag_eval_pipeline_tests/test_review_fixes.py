@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
+import time
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag_eval_pipeline.embedding import sentences
+from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.metrics.text import citation_scores
 
 
@@ -15,3 +22,62 @@ def test_citation_with_thousands_of_digits_is_not_a_citation() -> None:
     only_huge = citation_scores([huge, "[123456789]"], [["d1"], ["d1"]], [{"d1"}, {"d1"}])
     assert math.isnan(only_huge["citation_precision"][0])
     assert only_huge["n_invalid_citations"].tolist() == [0, 1]
+
+
+_OLD_SENTENCE_BREAK = re.compile(
+    r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*"
+)
+_OLD_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
+_PIECES = st.sampled_from(
+    [
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "\u00a0",
+        "[",
+        "]",
+        "1",
+        "23",
+        ",",
+        ";",
+        ".",
+        "!",
+        "。",
+        "”",
+        "a",
+        "word",
+        "x. ",
+        "[1]",
+        " [2, 3]",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_linear_regexes_match_exactly_as_the_old_ones(text: str) -> None:
+    assert sentences._CITATION.sub("", text) == _OLD_CITATION.sub("", text)
+    assert sentences._SENTENCE_BREAK.split(text) == _OLD_SENTENCE_BREAK.split(text)
+    assert [m.span() for m in sentences._CITATION.finditer(text)] == [
+        m.span() for m in _OLD_CITATION.finditer(text)
+    ]
+
+
+def test_long_whitespace_runs_are_tokenized_in_linear_time() -> None:
+    text = "a" + " " * 200_000 + "b [1]" + "\t" * 200_000
+    start = time.perf_counter()
+    assert sentences.word_tokens(text) == ["a", "b"]
+    assert sentences.split_sentences(text) == ["a"]
+    assert sentences._all_sentences(text) == ["a" + " " * 200_000 + "b"]
+    assert time.perf_counter() - start < 1.0
+
+
+def test_token_f1_reads_only_the_judged_prefix() -> None:
+    head = "alpha beta " * 100
+    tail = "gamma " * 1_000_000
+    assert len(head + tail) > sentences.MAX_JUDGED_CHARS
+    prefix = (head + tail)[: sentences.MAX_JUDGED_CHARS]
+    assert token_f1(head + tail, head) == token_f1(prefix, head)
+    assert token_f1(head + tail, head) < 1.0
+    assert token_f1(head, head) == 1.0

@@ -28,8 +28,12 @@ MAX_SENTENCES = 256
 
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
 # whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
+# A whitespace run is scanned only from its first character (`(?<!\s)`): starting inside the
+# run would find the same match or none, so this keeps both regexes linear on long runs.
+_SENTENCE_BREAK = re.compile(
+    r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|(?<!\s)\s*\n\s*"
+)
+_CITATION = re.compile(r"(?<!\s)\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
 _WORD = re.compile(r"\w+")
 
 

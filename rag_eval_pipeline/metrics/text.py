@@ -287,7 +287,8 @@ def citation_scores(
     ``[n]`` (or ``[n, m]``) cites ``retrieved_ids[i][n-1]``, the n-th retrieved source of answer
     ``i``; each distinct index counts once, and an index outside ``1..len(retrieved_ids[i])``
     is an invalid citation that never counts as relevant. A bracket holding a number of more
-    than 9 digits is not a citation (so a hostile ``[999...9]`` cannot overflow ``int``). Columns, per answer:
+    than 9 digits is not a citation (a hostile ``[999...9]`` cannot overflow ``int``).
+    Columns, per answer:
 
     - ``citation_precision`` = cited indices whose source is relevant / distinct cited indices
       (valid and invalid); NaN when the answer cites nothing.
