@@ -6,11 +6,14 @@ import math
 import re
 import time
 
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_eval_pipeline.embedding import sentences
+from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
+from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
 from rag_eval_pipeline.metrics.text import citation_scores
 
 
@@ -81,3 +84,17 @@ def test_token_f1_reads_only_the_judged_prefix() -> None:
     assert token_f1(head + tail, head) == token_f1(prefix, head)
     assert token_f1(head + tail, head) < 1.0
     assert token_f1(head, head) == 1.0
+
+
+def test_context_precision_of_a_ground_truth_without_words_is_an_error_row(
+    embedder: Embedder,
+) -> None:
+    judge = OfflineJudge(embedder)
+    tower = ["Paris is in France.", "The Eiffel Tower is in Paris."]
+    contexts = [tower, ["It is big."], tower, tower]
+    truths = ["?!", "—", "[1]", "The Eiffel Tower is in Paris."]
+    frame = judge.context_precision(["Where?"] * 4, contexts, truths)
+    assert frame["error"].tolist()[:3] == [NO_TRUTH_CLAIMS] * 3
+    assert frame["score"][:3].isna().all()
+    assert frame["error"][3] is None or pd.isna(frame["error"][3])
+    assert frame["score"][3] == 0.5  # AP of [not relevant, relevant]

@@ -90,6 +90,7 @@ JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
+NO_TRUTH_CLAIMS = "no ground-truth claims"
 
 
 def _cosine(left: Sentences, right: Sentences) -> float:
@@ -342,7 +343,9 @@ class OfflineJudge:
         *,
         use_cache: bool = True,
     ) -> pd.DataFrame:
-        """Average precision of the chunks holding a sentence that supports the ground truth."""
+        """Average precision of the chunks holding a sentence that supports the ground truth; a
+        ground truth without a sentence (no word) has no score, only the error
+        `no ground-truth claims`."""
         start = time.perf_counter()
         aligned(questions=questions, contexts=contexts, ground_truths=ground_truths)
         chunk_lists = [as_chunks(chunks) for chunks in contexts]
@@ -370,10 +373,13 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            best = [
-                float(np.max(self.support(truth_sentences[i], next(chunk_sentences))))
-                for _ in chunk_lists[i]
+            supports = [
+                self.support(truth_sentences[i], next(chunk_sentences)) for _ in chunk_lists[i]
             ]
+            if len(truth_sentences[i]) == 0:
+                rows.append({"score": math.nan, "error": NO_TRUTH_CLAIMS})
+                continue
+            best = [float(np.max(support)) for support in supports]
             rows.append(context_precision.heuristic_row(best, self.threshold))
         return self._frame(context_precision.NAME, rows, start, chunk_lists, truths)
 
