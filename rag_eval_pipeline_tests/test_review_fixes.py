@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
+from pathlib import Path
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag_eval_pipeline.datasets.errors import DatasetError
+from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding import sentences
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
-from rag_eval_pipeline.metrics.text import citation_scores
+from rag_eval_pipeline.metrics.text import citation_scores, nested_quantifier, regex_match
 
 
 def test_citation_with_thousands_of_digits_is_not_a_citation() -> None:
@@ -98,3 +103,33 @@ def test_context_precision_of_a_ground_truth_without_words_is_an_error_row(
     assert frame["score"][:3].isna().all()
     assert frame["error"][3] is None or pd.isna(frame["error"][3])
     assert frame["score"][3] == 0.5  # AP of [not relevant, relevant]
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(?:\w+\s?)*x", r"((ab)*c)+", r"(a{2,}){3,}"])
+def test_a_nested_quantifier_pattern_is_refused_naming_the_value(
+    tmp_path: Path, pattern: str
+) -> None:
+    (tmp_path / "queries.jsonl").write_text(
+        '{"query_id": "q1", "question": "a?", "expected_pattern": "^ok$"}\n'
+        + json.dumps({"query_id": "q2", "question": "b?", "expected_pattern": pattern})
+        + "\n"
+    )
+    (tmp_path / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(tmp_path, "t")
+    message = str(caught.value)
+    assert "queries.jsonl, row 2 (line 2), column 'expected_pattern'" in message
+    assert repr(pattern) in message and "nested quantifiers" in message
+
+
+@pytest.mark.parametrize("pattern", [r"^\d{3}-\d{4}$", r"(a|b)*", r"(a+)?", r"(ab){2}", r"[(a+)]+"])
+def test_patterns_without_nested_repetition_are_accepted(pattern: str) -> None:
+    assert not nested_quantifier(pattern)
+
+
+def test_regex_match_searches_only_the_judged_prefix() -> None:
+    answer = "a" * 200_000 + "!"
+    start = time.perf_counter()
+    assert regex_match([answer, answer], [r"a{30}", r"!"]).tolist() == [1.0, 0.0]
+    assert regex_match(["x" * 100 + "!"], [r"!$"]).tolist() == [1.0]
+    assert time.perf_counter() - start < 1.0

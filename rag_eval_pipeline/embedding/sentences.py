@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_eval_pipeline.datasets.values import as_chunks
+from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
 
-MAX_JUDGED_CHARS = 20_000
+__all__ = ["MAX_JUDGED_CHARS"]
+
 MAX_SENTENCES = 256
 
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
