@@ -19,7 +19,11 @@ from rag_eval_pipeline.embedding import sentences
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
+from rag_eval_pipeline.judges.show_judge import LLMShowJudge
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import citation_scores, nested_quantifier, regex_match
+from rag_eval_pipeline_tests.openai_server import run_openai_server
 
 
 def test_citation_with_thousands_of_digits_is_not_a_citation() -> None:
@@ -133,3 +137,26 @@ def test_regex_match_searches_only_the_judged_prefix() -> None:
     assert regex_match([answer, answer], [r"a{30}", r"!"]).tolist() == [1.0, 0.0]
     assert regex_match(["x" * 100 + "!"], [r"!$"]).tolist() == [1.0]
     assert time.perf_counter() - start < 1.0
+
+
+def test_llm_show_judge_never_sends_an_oversized_prompt() -> None:
+    huge = "Paris is in France. " * (MAX_PROMPT_CHARS // 20 + 1)
+    with run_openai_server(responder=lambda request: "Yes") as server:
+        config = LLMConfig(
+            model="openai/test-judge",
+            api_base=server.base_url,
+            api_key="test-key-0123456789",
+            max_retries=0,
+            timeout_s=5.0,
+        )
+        judge = LLMShowJudge(LLMClient(config))
+        decided = judge.decide(["Where?"] * 3, ["Paris.", huge, "Paris."], ["Paris.", "P.", huge])
+        assert len(server.requests) == 1
+        assert all(
+            len(r.body["messages"][-1]["content"]) < MAX_PROMPT_CHARS for r in server.requests
+        )
+    assert decided["decision"].tolist() == [True, None, None]
+    assert pd.isna(decided.loc[0, "error"])
+    for error in decided["error"][1:]:
+        assert error.startswith("prompt too long: ")
+        assert error.endswith(f"more than {MAX_PROMPT_CHARS:,}")
