@@ -160,3 +160,32 @@ def test_llm_show_judge_never_sends_an_oversized_prompt() -> None:
     for error in decided["error"][1:]:
         assert error.startswith("prompt too long: ")
         assert error.endswith(f"more than {MAX_PROMPT_CHARS:,}")
+
+
+def test_context_precision_reads_at_most_max_sentences_across_a_rows_chunks(
+    embedder: Embedder,
+) -> None:
+    filler = " ".join(f"Zebras graze in field {i}." for i in range(200))
+    chunks = [filler, filler, "The Eiffel Tower is in Paris."]
+    groups = sentences.chunk_sentences(chunks)
+    assert [len(g) for g in groups] == [200, 56, 0]
+    assert sentences.context_sentences(chunks) == groups[0] + groups[1]
+    frame = OfflineJudge(embedder).context_precision(
+        ["Where?"] * 2, [chunks, chunks[2:]], ["The Eiffel Tower is in Paris."] * 2
+    )
+    # the third chunk lies past the row's 256 sentences: never read, so never relevant
+    assert json.loads(frame["raw_reply"][0])["verdicts"] == [0, 0, 0]
+    assert frame["score"].tolist() == [0.0, 1.0]
+    assert frame["truncated"].tolist() == [True, False]
+
+
+def test_answer_relevance_flags_an_over_long_question_as_truncated(embedder: Embedder) -> None:
+    judge = OfflineJudge(embedder)
+    long_question = "Where is the Eiffel Tower? " * 1_000
+    questions = [long_question, "Where is the Eiffel Tower?"]
+    answers = ["The Eiffel Tower is in Paris."] * 2
+    for frame in (
+        judge.answer_relevance(questions, answers),
+        judge.answer_relevance_ragas(questions, answers),
+    ):
+        assert frame["truncated"].tolist() == [True, False]

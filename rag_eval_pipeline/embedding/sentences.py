@@ -63,10 +63,19 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(_CITATION.sub("", text).casefold())
 
 
+def chunk_sentences(chunks: Any) -> list[list[str]]:
+    """Per chunk of a row (rank order), its sentences, the first `MAX_SENTENCES` of the row's
+    in all: chunks past the bound get none."""
+    groups, budget = [], MAX_SENTENCES
+    for chunk in as_chunks(chunks):
+        groups.append(split_sentences(chunk)[:budget])
+        budget -= len(groups[-1])
+    return groups
+
+
 def context_sentences(chunks: Any) -> list[str]:
     """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
-    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
-    return list(itertools.islice(sentences, MAX_SENTENCES))
+    return list(itertools.chain.from_iterable(chunk_sentences(chunks)))
 
 
 @dataclass(frozen=True)

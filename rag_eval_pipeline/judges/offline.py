@@ -62,6 +62,7 @@ from rag_eval_pipeline.datasets.values import (
 )
 from rag_eval_pipeline.embedding.sentences import (
     Sentences,
+    chunk_sentences,
     context_sentences,
     embed_sentences,
     exceeds_bounds,
@@ -236,7 +237,7 @@ class OfflineJudge:
                 continue
             cosine = None if skipped[i] else _cosine(question_vectors[i], answer_vectors[i])
             rows.append(answer_relevance.heuristic_row(cosine))
-        return self._frame(answer_relevance.NAME, rows, start, answers)
+        return self._frame(answer_relevance.NAME, rows, start, questions, answers)
 
     @remembered
     def coherence(
@@ -294,7 +295,7 @@ class OfflineJudge:
                     question_vectors[i].vectors[0], probes[i], is_noncommittal(answer)
                 )
             )
-        return self._frame(answer_relevance_ragas.NAME, rows, start, answers)
+        return self._frame(answer_relevance_ragas.NAME, rows, start, questions, answers)
 
     @remembered
     def e2e_score(
@@ -357,14 +358,14 @@ class OfflineJudge:
         truth_sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
-        chunk_sentences = iter(
+        chunk_evidence = iter(
             embed_sentences(
                 self.embedder,
                 [
-                    split_sentences(chunk)
+                    sentences
                     for p, chunks in zip(problems, chunk_lists, strict=True)
                     if not p
-                    for chunk in chunks
+                    for sentences in chunk_sentences(chunks)
                 ],
             )
         )
@@ -374,7 +375,7 @@ class OfflineJudge:
                 rows.append({"score": math.nan, "error": problem})
                 continue
             supports = [
-                self.support(truth_sentences[i], next(chunk_sentences)) for _ in chunk_lists[i]
+                self.support(truth_sentences[i], next(chunk_evidence)) for _ in chunk_lists[i]
             ]
             if len(truth_sentences[i]) == 0:
                 rows.append({"score": math.nan, "error": NO_TRUTH_CLAIMS})
