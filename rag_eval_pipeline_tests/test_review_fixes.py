@@ -17,6 +17,7 @@ from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding import sentences
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.traffic import judged_sample
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge
@@ -189,3 +190,19 @@ def test_answer_relevance_flags_an_over_long_question_as_truncated(embedder: Emb
         judge.answer_relevance_ragas(questions, answers),
     ):
         assert frame["truncated"].tolist() == [True, False]
+
+
+def test_traffic_contexts_from_the_corpus_keep_their_titles() -> None:
+    interactions = pd.DataFrame(
+        {
+            "log_id": ["l0", "l1"],
+            "question": "Price?",
+            "answer": "20 USD.",
+            "retrieved_doc_ids": [["d2", "d1"], ["d1"]],
+        }
+    )
+    corpus = pd.DataFrame(
+        {"doc_id": ["d1", "d2"], "title": ["Keys", None], "text": ["Rotate.", "20 USD."]}
+    )
+    sample = judged_sample(interactions, corpus, 5, seed=0)
+    assert sample["contexts"].tolist() == [["20 USD.", "Keys. Rotate."], ["Keys. Rotate."]]
