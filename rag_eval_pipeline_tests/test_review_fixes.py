@@ -17,6 +17,14 @@ from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.embedding import sentences
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.item_scores import empty_items
+from rag_eval_pipeline.evaluation.regression import (
+    PartitionScores,
+    RegressionRule,
+    alert_keys,
+    compare_partitions,
+    detect_regressions,
+)
 from rag_eval_pipeline.evaluation.traffic import judged_sample
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
@@ -25,6 +33,7 @@ from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import citation_scores, nested_quantifier, regex_match
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_regression import card, quality
 
 
 def test_citation_with_thousands_of_digits_is_not_a_citation() -> None:
@@ -206,3 +215,17 @@ def test_traffic_contexts_from_the_corpus_keep_their_titles() -> None:
     )
     sample = judged_sample(interactions, corpus, 5, seed=0)
     assert sample["contexts"].tolist() == [["20 USD.", "Keys. Rotate."], ["Keys. Rotate."]]
+
+
+def test_both_regression_paths_key_alerts_alike() -> None:
+    baseline = card(quality("mrr", 0.9, system="s"), date="2026-11-20")
+    current = card(quality("mrr", 0.5, system="s"))
+    found = detect_regressions(current, baseline, "v1", "2026-11-20")
+    verdicts = compare_partitions(
+        PartitionScores("v1", "2026-11-21", current, empty_items()),
+        PartitionScores("v1", "2026-11-20", baseline, empty_items()),
+        RegressionRule(),
+    )
+    mrr = verdicts[verdicts["metric"] == "mrr"]
+    assert found["alert_key"].tolist() == mrr["alert_key"].tolist() == alert_keys(found).tolist()
+    assert found["alert_key"].tolist() == ["v1|2026-11-21|tier1_retrieval|s|mrr"]
