@@ -34,12 +34,12 @@ from rag_eval_pipeline.evaluation.traffic import judged_sample
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge
-from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import citation_scores, nested_quantifier, regex_match
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_hostile_inputs import judge_through
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
 
@@ -156,17 +156,10 @@ def test_regex_match_searches_only_the_judged_prefix() -> None:
     assert time.perf_counter() - start < 1.0
 
 
-def test_llm_show_judge_never_sends_an_oversized_prompt() -> None:
+def test_llm_show_judge_never_sends_an_oversized_prompt(embedder: Embedder) -> None:
     huge = "Paris is in France. " * (MAX_PROMPT_CHARS // 20 + 1)
     with run_openai_server(responder=lambda request: "Yes") as server:
-        config = LLMConfig(
-            model="openai/test-judge",
-            api_base=server.base_url,
-            api_key="test-key-0123456789",
-            max_retries=0,
-            timeout_s=5.0,
-        )
-        judge = LLMShowJudge(LLMClient(config))
+        judge = LLMShowJudge(judge_through(server, embedder).client)
         decided = judge.decide(["Where?"] * 3, ["Paris.", huge, "Paris."], ["Paris.", "P.", huge])
         assert len(server.requests) == 1
         assert all(
