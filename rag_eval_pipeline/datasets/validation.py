@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.metrics.text import nested_quantifier
 from rag_eval_pipeline.metrics.traffic import satisfaction_scores
 
 MAX_ROWS_PER_ISSUE = 5
@@ -143,6 +144,10 @@ class TableValidator:
             )
             limit = f"{self.max_text_chars:,}"
             self.report(too_long, column.name, f"text longer than {limit} characters")
+        if column.kind == "regex":
+            nested = ~missing & ~bad & converted.map(_nests_quantifiers).to_numpy(dtype=bool)
+            message = "pattern {value} repeats a group holding a quantifier (nested quantifiers)"
+            self.report(nested, column.name, message, converted)
         if column.low is not None or column.high is not None:
             numeric = pd.to_numeric(converted, errors="coerce").to_numpy(dtype=float)
             low = -np.inf if column.low is None else column.low
@@ -374,6 +379,10 @@ def _coerce_regex(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np
 
     valid = values.map(lambda v: is_missing(v) or compiles(v)).to_numpy(dtype=bool)
     return values.astype(object), ~missing & ~valid
+
+
+def _nests_quantifiers(value: object) -> bool:
+    return isinstance(value, str) and nested_quantifier(value)
 
 
 COERCERS: dict[str, Callable[[pd.Series, np.ndarray], tuple[pd.Series, np.ndarray]]] = {

@@ -19,17 +19,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rag_eval_pipeline.datasets.values import as_chunks
+from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
 
-MAX_JUDGED_CHARS = 20_000
+__all__ = ["MAX_JUDGED_CHARS"]
+
 MAX_SENTENCES = 256
 
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and
 # whitespace, after a CJK full stop, or at a line break. `\s` and `\w` are Unicode-aware.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|\s*\n\s*")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
+# A whitespace run is scanned only from its first character (`(?<!\s)`): starting inside the
+# run would find the same match or none, so this keeps both regexes linear on long runs.
+_SENTENCE_BREAK = re.compile(
+    r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’»)\]]))\s+|(?<=[。！？])\s*|(?<!\s)\s*\n\s*"
+)
+_CITATION = re.compile(r"(?<!\s)\s*\[\d+(?:\s*[,;]\s*\d+)*\]")
 _WORD = re.compile(r"\w+")
 
 
@@ -57,10 +63,19 @@ def word_tokens(text: str) -> list[str]:
     return _WORD.findall(_CITATION.sub("", text).casefold())
 
 
+def chunk_sentences(chunks: Any) -> list[list[str]]:
+    """Per chunk of a row (rank order), its sentences, the first `MAX_SENTENCES` of the row's
+    in all: chunks past the bound get none."""
+    groups, budget = [], MAX_SENTENCES
+    for chunk in as_chunks(chunks):
+        groups.append(split_sentences(chunk)[:budget])
+        budget -= len(groups[-1])
+    return groups
+
+
 def context_sentences(chunks: Any) -> list[str]:
     """The sentences of a row's chunks in rank order, the first `MAX_SENTENCES` of them."""
-    sentences = (sentence for chunk in as_chunks(chunks) for sentence in split_sentences(chunk))
-    return list(itertools.islice(sentences, MAX_SENTENCES))
+    return list(itertools.chain.from_iterable(chunk_sentences(chunks)))
 
 
 @dataclass(frozen=True)

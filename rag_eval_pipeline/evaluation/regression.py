@@ -55,6 +55,14 @@ REGRESSION_COLUMNS = [
 ]
 
 
+def alert_keys(frame: pd.DataFrame) -> pd.Series:
+    """Each row's alert identity, `dataset_version|date|tier|system|metric`."""
+    keys = frame["dataset_version"]
+    for column in ("date", "tier", "system", "metric"):
+        keys = keys + "|" + frame[column]
+    return keys
+
+
 def detect_regressions(
     current: pd.DataFrame, baseline: pd.DataFrame, baseline_version: str, baseline_date: str
 ) -> pd.DataFrame:
@@ -87,17 +95,7 @@ def detect_regressions(
         baseline_version=baseline_version,
         baseline_date=baseline_date,
     )
-    found["alert_key"] = (
-        found["dataset_version"]
-        + "|"
-        + found["date"]
-        + "|"
-        + found["tier"]
-        + "|"
-        + found["system"]
-        + "|"
-        + found["metric"]
-    )
+    found["alert_key"] = alert_keys(found)
     return found[REGRESSION_COLUMNS].reset_index(drop=True)
 
 
@@ -328,17 +326,7 @@ def compare_partitions(
             **{role: current.identities.get(role) for role in IDENTITY_ROLES},
         }
     )
-    result["alert_key"] = (
-        result["dataset_version"]
-        + "|"
-        + result["date"]
-        + "|"
-        + result["tier"]
-        + "|"
-        + result["system"]
-        + "|"
-        + result["metric"]
-    )
+    result["alert_key"] = alert_keys(result)
     order = result.assign(_rank=~result["alert"]).sort_values(["_rank", *KEY], kind="stable")
     return order[METRIC_REGRESSION_COLUMNS].reset_index(drop=True)
 

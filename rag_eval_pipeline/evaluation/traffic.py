@@ -19,6 +19,7 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values, summarize_wide
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import on_date, positive_feedback, token_costs
+from rag_eval_pipeline.systems.retrievers import document_texts
 
 TRAFFIC_TIER = "traffic"
 TRAFFIC_SYSTEM = "production"
@@ -152,14 +153,17 @@ def judged_sample(
     """A seeded sample of the day's interactions for the reference-free judge metrics.
 
     Eligible: interactions with an `answer` and retrieved context, either logged `contexts`
-    or `retrieved_doc_ids` found in the corpus (their texts, in retrieved order). Draws `size`
+    or `retrieved_doc_ids` found in the corpus (their `title. text`, as every tier reads them,
+    in retrieved order). Draws `size`
     of them without replacement (numpy `default_rng(seed)`), all when there are fewer; rows
     come back in time order as `system, query_id (= log_id), question, answer, contexts`.
     """
     columns = ["system", "query_id", "question", "answer", "contexts"]
     if interactions.empty or "answer" not in interactions.columns:
         return pd.DataFrame(columns=columns)
-    texts = {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
+    texts = (
+        {} if corpus is None else dict(zip(corpus["doc_id"], document_texts(corpus), strict=True))
+    )
     logged = (
         interactions["contexts"]
         if "contexts" in interactions.columns

@@ -62,6 +62,7 @@ from rag_eval_pipeline.datasets.values import (
 )
 from rag_eval_pipeline.embedding.sentences import (
     Sentences,
+    chunk_sentences,
     context_sentences,
     embed_sentences,
     exceeds_bounds,
@@ -90,6 +91,7 @@ JudgeMethod = TypeVar("JudgeMethod", bound=Callable[..., pd.DataFrame])
 
 OFFLINE_JUDGE_MODEL = "offline-heuristic-judge"
 OFFLINE_JUDGE_VERSION = "offline-heuristics-v1"
+NO_TRUTH_CLAIMS = "no ground-truth claims"
 
 
 def _cosine(left: Sentences, right: Sentences) -> float:
@@ -235,7 +237,7 @@ class OfflineJudge:
                 continue
             cosine = None if skipped[i] else _cosine(question_vectors[i], answer_vectors[i])
             rows.append(answer_relevance.heuristic_row(cosine))
-        return self._frame(answer_relevance.NAME, rows, start, answers)
+        return self._frame(answer_relevance.NAME, rows, start, questions, answers)
 
     @remembered
     def coherence(
@@ -293,7 +295,7 @@ class OfflineJudge:
                     question_vectors[i].vectors[0], probes[i], is_noncommittal(answer)
                 )
             )
-        return self._frame(answer_relevance_ragas.NAME, rows, start, answers)
+        return self._frame(answer_relevance_ragas.NAME, rows, start, questions, answers)
 
     @remembered
     def e2e_score(
@@ -342,7 +344,9 @@ class OfflineJudge:
         *,
         use_cache: bool = True,
     ) -> pd.DataFrame:
-        """Average precision of the chunks holding a sentence that supports the ground truth."""
+        """Average precision of the chunks holding a sentence that supports the ground truth; a
+        ground truth without a sentence (no word) has no score, only the error
+        `no ground-truth claims`."""
         start = time.perf_counter()
         aligned(questions=questions, contexts=contexts, ground_truths=ground_truths)
         chunk_lists = [as_chunks(chunks) for chunks in contexts]
@@ -354,14 +358,14 @@ class OfflineJudge:
         truth_sentences = embed_sentences(
             self.embedder, _unless(problems, (split_sentences(g or "") for g in truths))
         )
-        chunk_sentences = iter(
+        chunk_evidence = iter(
             embed_sentences(
                 self.embedder,
                 [
-                    split_sentences(chunk)
+                    sentences
                     for p, chunks in zip(problems, chunk_lists, strict=True)
                     if not p
-                    for chunk in chunks
+                    for sentences in chunk_sentences(chunks)
                 ],
             )
         )
@@ -370,10 +374,13 @@ class OfflineJudge:
             if problem:
                 rows.append({"score": math.nan, "error": problem})
                 continue
-            best = [
-                float(np.max(self.support(truth_sentences[i], next(chunk_sentences))))
-                for _ in chunk_lists[i]
+            supports = [
+                self.support(truth_sentences[i], next(chunk_evidence)) for _ in chunk_lists[i]
             ]
+            if len(truth_sentences[i]) == 0:
+                rows.append({"score": math.nan, "error": NO_TRUTH_CLAIMS})
+                continue
+            best = [float(np.max(support)) for support in supports]
             rows.append(context_precision.heuristic_row(best, self.threshold))
         return self._frame(context_precision.NAME, rows, start, chunk_lists, truths)
 

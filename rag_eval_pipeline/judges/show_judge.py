@@ -1,7 +1,8 @@
 """The production show/hide judge: decides whether an answer is good enough to show a user.
 
 `LLMShowJudge` asks an LLM with `SHOW_PROMPT` and parses Yes/No replies robustly ("Yes",
-"yes.", "Да", JSON); an unparseable reply is an error (decision None), never a "No".
+"yes.", "Да", JSON); an unparseable reply is an error (decision None), never a "No"; a prompt over
+`llm.prompts.MAX_PROMPT_CHARS` is never sent (error `prompt too long: ...`).
 `OfflineShowJudge` shows an answer when the offline judge's faithfulness is at least
 `threshold`. Both return one row per item: `decision`, `raw_reply`, `error`, `latency_ms`,
 `judge_model`.
@@ -17,7 +18,7 @@ import pandas as pd
 
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient
-from rag_eval_pipeline.llm.prompts import PromptTemplate
+from rag_eval_pipeline.llm.prompts import PromptTemplate, oversized
 from rag_eval_pipeline.metrics.classification import parse_yes_no
 
 SHOW_PROMPT = PromptTemplate(
@@ -56,19 +57,22 @@ class LLMShowJudge:
             SHOW_PROMPT.render(question=q, context=c, answer=a)
             for q, c, a in zip(questions, contexts, answers, strict=True)
         ]
+        too_long = [oversized(prompt) for prompt in prompts]
+        sent = [prompt for prompt, problem in zip(prompts, too_long, strict=True) if not problem]
+        replies = iter(self.client.complete_many(sent) if sent else [])
+        model = self.client.config.model
         rows = []
-        for reply in self.client.complete_many(prompts):
+        for problem in too_long:
+            if problem:
+                rows.append(
+                    dict(zip(DECISION_COLUMNS, (None, None, problem, 0.0, model), strict=True))
+                )
+                continue
+            reply = next(replies)
             decision = None if reply.text is None else parse_yes_no(reply.text)
             error = reply.error or (None if decision is not None else "unparseable reply")
-            rows.append(
-                {
-                    "decision": decision,
-                    "raw_reply": reply.text,
-                    "error": error,
-                    "latency_ms": reply.latency_ms,
-                    "judge_model": reply.model or self.client.config.model,
-                }
-            )
+            values = (decision, reply.text, error, reply.latency_ms, reply.model or model)
+            rows.append(dict(zip(DECISION_COLUMNS, values, strict=True)))
         return pd.DataFrame(rows, columns=DECISION_COLUMNS)
 
 

@@ -20,12 +20,15 @@ import numpy as np
 import pandas as pd
 from sacrebleu.metrics import BLEU
 
+from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
+
 __all__ = [
     "BLEU_SIGNATURE",
     "UnicodeTokenizer",
     "bleu_scores",
     "citation_scores",
     "exact_match",
+    "nested_quantifier",
     "normalize_answer",
     "regex_match",
     "rouge_l_truncated",
@@ -34,7 +37,7 @@ __all__ = [
 
 _WORD_PIECE = re.compile(r"[^\W_]+|[^\w\s]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_CITATION = re.compile(r"\[\s*(\d+(?:\s*,\s*\d+)*)\s*\]")
+_CITATION = re.compile(r"\[\s*(\d{1,9}(?:\s*,\s*\d{1,9})*)\s*\]")
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
 
 
@@ -260,16 +263,77 @@ def regex_match(predictions: Sequence[str], patterns: Sequence[str]) -> np.ndarr
     semantics: ``^`` and ``$`` anchor at the start and end of the whole prediction, never at
     line breaks inside it (no ``re.MULTILINE``), so ``^\\d{3}-\\d{4}$`` rejects
     "call me\\n555-1234"; as in Python, ``$`` also matches before one final newline. An invalid
-    pattern raises ``re.error``.
+    pattern raises ``re.error``. Only the first ``MAX_JUDGED_CHARS`` (20,000) characters of a
+    prediction are searched, and ``$`` anchors at the end of that prefix; datasets reject
+    patterns with nested quantifiers (`nested_quantifier`), which backtrack exponentially.
     """
     _check_aligned("predictions", predictions, "patterns", patterns)
     return np.array(
         [
-            float(re.search(pattern, prediction, flags=re.IGNORECASE) is not None)
+            float(
+                re.search(pattern, prediction[:MAX_JUDGED_CHARS], flags=re.IGNORECASE) is not None
+            )
             for prediction, pattern in zip(predictions, patterns, strict=True)
         ],
         dtype=np.float64,
     )
+
+
+_QUANTIFIER = re.compile(r"[*+?]|\{\d*,?\d*\}")
+_REPEAT = re.compile(r"[*+]|\{\d*,\d*\}|\{\d*[2-9]\d*\}|\{\d{2,}\}")
+
+
+def nested_quantifier(pattern: str) -> bool:
+    """Whether ``pattern`` repeats (``*``, ``+``, ``{n,}``, ``{n,m}``, ``{n>1}``) a group that
+    itself contains a quantifier, as ``(a+)+$`` or ``(?:x*y?)*``: the shape that backtracks
+    exponentially. Escapes and character classes are skipped; a conservative syntactic check."""
+    inner: list[bool] = []  # per open group: whether a quantifier occurs inside it
+    closed_quantified = False  # the atom just closed is a group holding a quantifier
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            closed_quantified = False
+            continue
+        if char == "[":
+            i = _class_end(pattern, i)
+            closed_quantified = False
+            continue
+        if char == "(":
+            inner.append(False)
+            i += 2 if pattern.startswith("(?", i) else 1
+            closed_quantified = False
+            continue
+        if char == ")" and inner:
+            closed_quantified = inner.pop()
+            if inner:
+                inner[-1] = inner[-1] or closed_quantified
+            i += 1
+            continue
+        quantifier = _QUANTIFIER.match(pattern, i)
+        if quantifier:
+            if closed_quantified and _REPEAT.fullmatch(quantifier.group()):
+                return True
+            if inner:
+                inner[-1] = True
+            i = quantifier.end()
+        else:
+            i += 1
+        closed_quantified = False
+    return False
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the character class opening at ``pattern[start]`` (``[``)."""
+    i = start + 1
+    if pattern.startswith("^", i):
+        i += 1
+    if pattern.startswith("]", i):
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1
 
 
 def _cited_indices(answer: str) -> set[int]:
@@ -286,7 +350,9 @@ def citation_scores(
 
     ``[n]`` (or ``[n, m]``) cites ``retrieved_ids[i][n-1]``, the n-th retrieved source of answer
     ``i``; each distinct index counts once, and an index outside ``1..len(retrieved_ids[i])``
-    is an invalid citation that never counts as relevant. Columns, per answer:
+    is an invalid citation that never counts as relevant. A bracket holding a number of more
+    than 9 digits is not a citation (a hostile ``[999...9]`` cannot overflow ``int``).
+    Columns, per answer:
 
     - ``citation_precision`` = cited indices whose source is relevant / distinct cited indices
       (valid and invalid); NaN when the answer cites nothing.

@@ -19,6 +19,7 @@ from rag_eval_pipeline.datasets.versions import folder_signature, version_dir
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.reporting.escaping import terminal_text
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
 SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")
@@ -70,7 +71,9 @@ def daily_evaluation_schedule(
     if not valid:
         return SkipReason(f"No registered dataset version validates. Invalid versions: {reasons}")
     for version, problem in invalid.items():
-        context.log.warning(f"Dataset version {version!r} skipped (invalid): {problem}")
+        context.log.warning(
+            terminal_text(f"Dataset version {version!r} skipped (invalid): {problem}")
+        )
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     tags = {"rag_eval/trigger": "daily_schedule"}
     if invalid:

@@ -21,6 +21,7 @@ from rag_eval_pipeline.defs.partitions import (
     evaluation_partition_key,
 )
 from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.reporting.escaping import terminal_text
 
 
 def today() -> str:
@@ -45,10 +46,13 @@ def dataset_version_sensor(
     scan = datasets.scan()
     registered = set(context.instance.get_dynamic_partitions(DATASET_VERSION))
     rejected_before: dict[str, list[str]] = json.loads(context.cursor) if context.cursor else {}
-    rejected: dict[str, list[str]] = {}
+    root = Path(datasets.root)
+    rejected = {
+        name: [folder_signature(root / name), reason] for name, reason in scan.invalid.items()
+    }
     new_versions = []
     for version in (v for v in scan.valid if v not in registered):
-        signature = folder_signature(Path(datasets.root) / version)
+        signature = folder_signature(root / version)
         before = rejected_before.get(version)
         problem = before[1] if before and before[0] == signature else datasets.problem(version)
         if problem is None:
@@ -56,11 +60,11 @@ def dataset_version_sensor(
         else:
             rejected[version] = [signature, problem]
     context.update_cursor(json.dumps(rejected, sort_keys=True))
-    invalid = {**scan.invalid, **{name: reason for name, (_, reason) in rejected.items()}}
-    for name, reason in invalid.items():
-        context.log.warning(f"Dataset folder {name!r} not registered: {reason}")
+    for name, (signature, reason) in rejected.items():
+        if rejected_before.get(name) != [signature, reason]:  # logged once per folder state
+            context.log.warning(terminal_text(f"Dataset folder {name!r} not registered: {reason}"))
     if not new_versions:
-        reasons = "; ".join(f"{name!r}: {reason}" for name, reason in invalid.items())
+        reasons = "; ".join(f"{name!r}: {reason}" for name, (_, reason) in rejected.items())
         return SkipReason(
             "No new dataset versions." + (f" Rejected folders: {reasons}" if reasons else "")
         )

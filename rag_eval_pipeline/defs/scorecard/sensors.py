@@ -1,4 +1,5 @@
-"""The regression-alert sensor: delivers each partition's new `metric_regressions` alerts once."""
+"""The regression-alert sensor: delivers each partition's new `metric_regressions` alerts once,
+and retries, on later ticks, the alerts whose webhook delivery failed."""
 
 from datetime import UTC, datetime
 
@@ -14,34 +15,36 @@ from dagster import (
 from rag_eval_pipeline.defs.partitions import (
     DATASET_VERSION,
     DATE,
+    evaluation_partition_key,
     evaluation_partitions,
 )
 from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
-from rag_eval_pipeline.evaluation.alerts import new_alerts
+from rag_eval_pipeline.evaluation.alerts import new_alerts, undelivered_partitions
 from rag_eval_pipeline.reporting.alerting import AlertContext, alert_lines
+from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, REPORT_ASSET
 
 
 def _alert_partition(
     context: SensorEvaluationContext,
-    partition: str,
+    version: str,
+    day: str,
     warehouse: WarehouseResource,
     alerts: AlertsResource,
 ) -> int:
-    """Alert, once, the new alerted rows of one materialized `metric_regressions` partition."""
-    keys = evaluation_partitions.get_partition_key_from_str(partition).keys_by_dimension
-    version, day = keys[DATASET_VERSION], keys[DATE]
+    """Alert, once, the new (or undelivered) alerted rows of one `metric_regressions` partition."""
     store = warehouse.store()
     verdicts = store.read_partition(REGRESSIONS_ASSET, version, day)
     if verdicts is None:
+        partition = evaluation_partition_key(version, day)
         context.log.warning(f"metric_regressions {partition} is recorded but not stored; skipped.")
         return 0
     regressions = new_alerts(store, version, verdicts[verdicts["alert"].astype(bool)])
     if regressions.empty:
         return 0
     for line in alert_lines(regressions):
-        context.log.warning(f"Regression: {line}")
+        context.log.warning(f"Regression: {terminal_text(line)}")
     report = store.read_partition(REPORT_ASSET, version, day)
     where = AlertContext(
         version,
@@ -53,7 +56,8 @@ def _alert_partition(
     delivery = alerts.deliver(regressions, where)
     if delivery is not None and not delivery.ok:
         context.log.error(
-            f"Alert webhook failed after {delivery.attempts} attempt(s): {delivery.error}"
+            f"Alert webhook failed after {delivery.attempts} attempt(s): "
+            f"{terminal_text(delivery.error)}"
         )
     recorded = regressions.assign(
         alerted_at=datetime.now(UTC).isoformat(),
@@ -84,12 +88,18 @@ def regression_alert_sensor(
         limit=100,
         ascending=True,
     ).records
-    raised = 0
+    raised, done = 0, set()
     for record in records:
         if record.partition_key:
-            raised += _alert_partition(context, record.partition_key, warehouse, alerts)
+            keys = evaluation_partitions.get_partition_key_from_str(record.partition_key)
+            partition = (keys.keys_by_dimension[DATASET_VERSION], keys.keys_by_dimension[DATE])
+            raised += _alert_partition(context, *partition, warehouse, alerts)
+            done.add(partition)
         context.update_cursor(str(record.storage_id))
+    retried = [p for p in undelivered_partitions(warehouse.store()) if p not in done]
+    for partition in retried:
+        raised += _alert_partition(context, *partition, warehouse, alerts)
     return SkipReason(
-        f"Evaluated {len(records)} new metric_regressions materialization(s); "
-        f"raised {raised} alert(s)."
+        f"Evaluated {len(records)} new metric_regressions materialization(s) and retried "
+        f"{len(retried)} partition(s) with undelivered alerts; raised {raised} alert(s)."
     )

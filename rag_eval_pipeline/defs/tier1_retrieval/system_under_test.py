@@ -15,6 +15,7 @@ from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
 from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+from rag_eval_pipeline.reporting.escaping import terminal_text
 
 
 @asset(
@@ -44,8 +45,10 @@ def system_retrieval_metrics(
         unknown = unknown_doc_ids(run, set(dataset.corpus["doc_id"]))
         for row in unknown[unknown["n_unknown"] > 0].itertuples():
             context.log.warning(
-                f"system under test {row.system!r} retrieved {row.n_unknown} id(s) not in the "
-                f"corpus, scored as not relevant; e.g. {row.examples}"
+                terminal_text(
+                    f"system under test {row.system!r} retrieved {row.n_unknown} id(s) not in "
+                    f"the corpus, scored as not relevant; e.g. {row.examples}"
+                )
             )
         metadata["n_unknown_doc_ids"] = MetadataValue.int(int(unknown["n_unknown"].sum()))
         metadata["unknown_doc_ids"] = MetadataValue.md(markdown_table(unknown))

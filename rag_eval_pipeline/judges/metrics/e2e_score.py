@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rag_eval_pipeline.embedding.sentences import word_tokens
+from rag_eval_pipeline.embedding.sentences import MAX_JUDGED_CHARS, word_tokens
 from rag_eval_pipeline.judges.heuristics import rubric_row
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import parse_rubric, rubric
@@ -56,8 +56,11 @@ interpret = rubric
 
 
 def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD token F1: harmonic mean of token precision and recall (multiset overlap)."""
-    predicted, expected = word_tokens(prediction), word_tokens(reference)
+    """SQuAD token F1: harmonic mean of token precision and recall (multiset overlap), over the
+    tokens of each text's first `MAX_JUDGED_CHARS` characters (longer rows are flagged
+    `truncated`)."""
+    predicted = word_tokens(prediction[:MAX_JUDGED_CHARS])
+    expected = word_tokens(reference[:MAX_JUDGED_CHARS])
     overlap = sum((Counter(predicted) & Counter(expected)).values())
     if overlap == 0:
         return 0.0
