@@ -366,21 +366,21 @@ def test_sensor_never_registers_a_folder_whose_tables_fail_validation(
     root = tmp_path / "datasets"
     trec_version(root, "relevance_level: 2\n")
     broken_version(root)
-    context = build_sensor_context(
+    with build_sensor_context(
         instance=dagster_instance, resources={"datasets": DatasetsResource(root=str(root))}
-    )
-    result = dataset_version_sensor(context)
-    assert isinstance(result, SensorResult)
-    assert result.dynamic_partitions_requests[0].partition_keys == ["trec-graded"]
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["trec-graded"])
-    again = dataset_version_sensor(context)
-    assert "'broken'" in again.skip_message
-    assert "unknown id 'nope-42': not in queries" in again.skip_message
-    assert json.loads(context.cursor)["broken"][1].endswith("not in queries")
-    (root / "broken" / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
-    fixed = dataset_version_sensor(context)
-    assert isinstance(fixed, SensorResult)
-    assert fixed.dynamic_partitions_requests[0].partition_keys == ["broken"]
+    ) as context:
+        result = dataset_version_sensor(context)
+        assert isinstance(result, SensorResult)
+        assert result.dynamic_partitions_requests[0].partition_keys == ["trec-graded"]
+        dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["trec-graded"])
+        again = dataset_version_sensor(context)
+        assert "'broken'" in again.skip_message
+        assert "unknown id 'nope-42': not in queries" in again.skip_message
+        assert json.loads(context.cursor)["broken"][1].endswith("not in queries")
+        (root / "broken" / "qrels.csv").write_text("query_id,doc_id,relevance\nq1,d1,1\n")
+        fixed = dataset_version_sensor(context)
+        assert isinstance(fixed, SensorResult)
+        assert fixed.dynamic_partitions_requests[0].partition_keys == ["broken"]
 
 
 def test_an_evaluation_table_is_a_whole_version(tmp_path: Path) -> None:

@@ -83,32 +83,32 @@ def test_sensor_registers_new_versions_and_reports_invalid(
     root = tmp_path / "datasets"
     shutil.copytree(DATASETS_DIR / "scifact-test", root / "scifact-test")
     (root / "bad name").mkdir()
-    context = build_sensor_context(
+    with build_sensor_context(
         instance=dagster_instance, resources={"datasets": DatasetsResource(root=str(root))}
-    )
-    result = dataset_version_sensor(context)
-    assert isinstance(result, SensorResult)
-    assert next(r.partition_key for r in result.run_requests).startswith("scifact-test|")
-    assert result.dynamic_partitions_requests[0].partition_keys == ["scifact-test"]
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
-    again = dataset_version_sensor(context)
-    assert isinstance(again, SkipReason)
-    assert "No new dataset versions" in again.skip_message
-    assert "'bad name'" in again.skip_message
+    ) as context:
+        result = dataset_version_sensor(context)
+        assert isinstance(result, SensorResult)
+        assert next(r.partition_key for r in result.run_requests).startswith("scifact-test|")
+        assert result.dynamic_partitions_requests[0].partition_keys == ["scifact-test"]
+        dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["scifact-test"])
+        again = dataset_version_sensor(context)
+        assert isinstance(again, SkipReason)
+        assert "No new dataset versions" in again.skip_message
+        assert "'bad name'" in again.skip_message
 
 
 def test_schedule_requests_one_run_per_registered_version(
     dagster_instance: DagsterInstance,
 ) -> None:
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1", "demo-v2"])
-    context = build_schedule_context(
+    with build_schedule_context(
         instance=dagster_instance,
         scheduled_execution_time=datetime(2026, 11, 21, 2, 0),
         resources={"datasets": DatasetsResource(root=str(DATASETS_DIR))},
-    )
-    requests = daily_evaluation_schedule(context)
-    assert [r.partition_key for r in requests] == ["demo-v1|2026-11-21", "demo-v2|2026-11-21"]
-    assert all(INVALID_VERSIONS_TAG not in r.tags for r in requests)
+    ) as context:
+        requests = daily_evaluation_schedule(context)
+        assert [r.partition_key for r in requests] == ["demo-v1|2026-11-21", "demo-v2|2026-11-21"]
+        assert all(INVALID_VERSIONS_TAG not in r.tags for r in requests)
 
 
 def test_schedule_skips_a_registered_version_that_no_longer_validates(
@@ -122,27 +122,27 @@ def test_schedule_skips_a_registered_version_that_no_longer_validates(
     queries.write_text("\n".join([lines[0], '{"query_id": "q999"', *lines[1:]]) + "\n")
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["broken-v1", "demo-v1"])
     datasets = DatasetsResource(root=str(root))
-    context = build_schedule_context(
+    with build_schedule_context(
         instance=dagster_instance,
         scheduled_execution_time=datetime(2026, 11, 22, 2, 0),
         resources={"datasets": datasets},
-    )
-    requests = daily_evaluation_schedule(context)
-    assert [r.partition_key for r in requests] == ["demo-v1|2026-11-22"]
-    reported = requests[0].tags[INVALID_VERSIONS_TAG]
-    assert reported.startswith("'broken-v1': ") and "queries.jsonl" in reported
-    assert "line 2" in reported or "row 2" in reported
+    ) as context:
+        requests = daily_evaluation_schedule(context)
+        assert [r.partition_key for r in requests] == ["demo-v1|2026-11-22"]
+        reported = requests[0].tags[INVALID_VERSIONS_TAG]
+        assert reported.startswith("'broken-v1': ") and "queries.jsonl" in reported
+        assert "line 2" in reported or "row 2" in reported
 
-    shutil.rmtree(root / "demo-v1")
-    skipped = daily_evaluation_schedule(context)
-    assert isinstance(skipped, SkipReason)
-    assert "No registered dataset version validates" in skipped.skip_message
-    assert "'broken-v1'" in skipped.skip_message and "'demo-v1'" in skipped.skip_message
+        shutil.rmtree(root / "demo-v1")
+        skipped = daily_evaluation_schedule(context)
+        assert isinstance(skipped, SkipReason)
+        assert "No registered dataset version validates" in skipped.skip_message
+        assert "'broken-v1'" in skipped.skip_message and "'demo-v1'" in skipped.skip_message
 
-    queries.write_text("\n".join(lines) + "\n")
-    (root / "demo-v1").mkdir()
-    repaired = daily_evaluation_schedule(context)
-    assert [r.partition_key for r in repaired] == ["broken-v1|2026-11-22"]
+        queries.write_text("\n".join(lines) + "\n")
+        (root / "demo-v1").mkdir()
+        repaired = daily_evaluation_schedule(context)
+        assert [r.partition_key for r in repaired] == ["broken-v1|2026-11-22"]
 
 
 def test_schedule_does_not_reread_an_unchanged_folder(tmp_path: Path) -> None:
