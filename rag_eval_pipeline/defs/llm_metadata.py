@@ -1,13 +1,18 @@
-"""Metadata shared by assets that call an LLM: model names, calls, cache hits, tokens, cost.
+"""Metadata shared by assets that call an LLM: model names, calls, cache hits, tokens, cost;
+and the counts every judgments asset records.
 
 A cost litellm could not price is reported as unknown (`<role>_cost_usd` NaN and a
 `<role>_cost` note), never as 0.0; the circuit breaker's skipped prompts are counted too.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
 from dagster import MetadataValue
 
+from rag_eval_pipeline.evaluation.composite import describe
+from rag_eval_pipeline.evaluation.generation import n_refusals
 from rag_eval_pipeline.llm.client import LLMClient
 
 
@@ -26,3 +31,19 @@ def llm_usage_metadata(role: str, model: str, client: LLMClient | None) -> dict[
                 f"unknown: no price for {model} ({client.unpriced_calls} call(s))"
             )
     return metadata
+
+
+def judgments_metadata(
+    judgments: pd.DataFrame,
+    weights: Mapping[str, float],
+    judge_model: str,
+    client: LLMClient | None,
+) -> dict[str, Any]:
+    """Rows, error rows and refusals of a judgments table, its composite, and the judge's usage."""
+    return {
+        "n_rows": MetadataValue.int(len(judgments)),
+        "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
+        "n_refusals": MetadataValue.int(n_refusals(judgments)),
+        "composite": MetadataValue.text(describe(dict(weights))),
+        **llm_usage_metadata("judge", judge_model, client),
+    }

@@ -4,22 +4,18 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import as_dataset
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
-from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
+from rag_eval_pipeline.evaluation.answer_scores import score_answers
+from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     REFERENCE_FREE,
-    answer_checks,
     generate,
     ideal_contexts,
-    judge_answers,
-    n_refusals,
-    reference_scores,
-    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
 from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE
@@ -85,30 +81,20 @@ def generation_judgments(
         return skipped(context, "no generations to judge", pd.DataFrame(columns=JUDGMENT_COLUMNS))
     model = embedder.get()
     judge, client = judge_llm.judge(model)
-    judged = judge_answers(ideal_context_generations, judge, REFERENCE_FREE)
-    judgments = pd.concat(
-        [
-            judged,
-            reference_scores(ideal_context_generations, model),
-            answer_checks(
-                ideal_context_generations,
-                as_dataset(context, golden_dataset),
-                sources="context_doc_ids",
-            ),
-            refusal_scores(ideal_context_generations, judged),
-        ],
-        ignore_index=True,
-    )
     weights = load_weights()
-    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
+    judgments = score_answers(
+        ideal_context_generations,
+        as_dataset(context, golden_dataset),
+        judge,
+        model,
+        REFERENCE_FREE,
+        weights,
+        sources="context_doc_ids",
+    )
     context.add_output_metadata(
         {
-            "n_rows": MetadataValue.int(len(judgments)),
-            "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
-            "n_refusals": MetadataValue.int(n_refusals(judgments)),
+            **judgments_metadata(judgments, weights, judge.judge_model, client),
             "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
-            "composite": MetadataValue.text(describe(weights)),
-            **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )
     return judgments

@@ -4,21 +4,16 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import as_dataset
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
 from rag_eval_pipeline.defs.skipping import skipped
-from rag_eval_pipeline.evaluation.composite import composite_rows, describe, load_weights
+from rag_eval_pipeline.evaluation.answer_scores import score_answers
+from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
-    answer_checks,
-    context_relevance_rows,
-    judge_answers,
-    n_refusals,
-    reference_scores,
-    refusal_scores,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
@@ -107,28 +102,17 @@ def e2e_judgments(
         )
     model = embedder.get()
     judge, client = judge_llm.judge(model)
-    judged = judge_answers(e2e_generations, judge, E2E_JUDGE_METRICS)
-    judgments = pd.concat(
-        [
-            judged,
-            reference_scores(e2e_generations, model),
-            context_relevance_rows(e2e_generations, model),
-            answer_checks(e2e_generations, as_dataset(context, golden_dataset)),
-            refusal_scores(e2e_generations, judged),
-        ],
-        ignore_index=True,
-    )
     weights = load_weights()
-    judgments = pd.concat([judgments, composite_rows(judgments, weights)], ignore_index=True)
-    context.add_output_metadata(
-        {
-            "n_rows": MetadataValue.int(len(judgments)),
-            "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
-            "composite": MetadataValue.text(describe(weights)),
-            "n_refusals": MetadataValue.int(n_refusals(judgments)),
-            **llm_usage_metadata("judge", judge.judge_model, client),
-        }
+    judgments = score_answers(
+        e2e_generations,
+        as_dataset(context, golden_dataset),
+        judge,
+        model,
+        E2E_JUDGE_METRICS,
+        weights,
+        with_context_relevance=True,
     )
+    context.add_output_metadata(judgments_metadata(judgments, weights, judge.judge_model, client))
     return judgments
 
 
