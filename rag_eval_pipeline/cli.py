@@ -145,7 +145,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     instance = open_instance()
     _fail_runs_of_dead_cli_processes(instance)
-    versions, problems = _register_valid_versions(instance, datasets, versions)
+    versions, problems = _register_valid_versions(
+        instance, datasets, versions, args.dataset_version or ()
+    )
     if problems and args.dataset_version:
         return 2
     if not versions:
@@ -173,14 +175,20 @@ def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
 
 
 def _register_valid_versions(
-    instance: DagsterInstance, datasets: DatasetsResource, versions: Sequence[str]
+    instance: DagsterInstance,
+    datasets: DatasetsResource,
+    versions: Sequence[str],
+    named: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
-    """Validate the versions not registered yet and register the valid ones; returns the
-    versions to evaluate and the problems of those left out (one line printed for each)."""
+    """Validate the versions not registered yet, and the `named` ones (`--dataset-version`)
+    even when registered, since a registered folder may have broken since; register the valid
+    ones. Returns the versions to evaluate and the problems of those left out (one line printed
+    for each)."""
     from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
-    problems = {v: p for v in versions if v not in registered and (p := datasets.problem(v))}
+    checked = [v for v in versions if v not in registered or v in named]
+    problems = {v: p for v in checked if (p := datasets.problem(v))}
     for version, problem in problems.items():
         print(terminal_text(f"invalid dataset version {version!r}: {problem}"), file=sys.stderr)
     valid = [v for v in versions if v not in problems]

@@ -360,6 +360,19 @@ def test_rag_eval_run_of_an_invalid_version_prints_one_line_and_exits_2(tmp_path
     ]
 
 
+def test_rag_eval_run_names_a_registered_version_that_broke_in_one_line(tmp_path: Path) -> None:
+    broken_version(tmp_path / "datasets")
+    home = tmp_path / "home"
+    home.mkdir()
+    with DagsterInstance.local_temp(tempdir=str(home)) as instance:
+        instance.add_dynamic_partitions(DATASET_VERSION, ["broken"])
+    stderr = rag_eval(tmp_path, home, "run", "--dataset-version", "broken", exit_code=2)
+    assert stderr.strip().splitlines() == [
+        "invalid dataset version 'broken': qrels.csv, row 1 (line 2), column 'query_id': "
+        "unknown id 'nope-42': not in queries"
+    ]
+
+
 def test_sensor_never_registers_a_folder_whose_tables_fail_validation(
     tmp_path: Path, dagster_instance: DagsterInstance
 ) -> None:
