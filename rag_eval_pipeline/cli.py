@@ -208,6 +208,7 @@ def _materialize_date(
     one run after another, here."""
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.run_ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 
@@ -231,7 +232,7 @@ def _materialize_date(
     failed = []
     for version, tags in pending:
         result = job.execute_in_process(
-            partition_key=f"{version}|{args.date}",
+            partition_key=evaluation_partition_key(version, args.date),
             instance=instance,
             asset_selection=selection,
             raise_on_error=False,
