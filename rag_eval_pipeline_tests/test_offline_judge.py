@@ -11,13 +11,10 @@ import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.embedding.sentences import split_sentences
+from rag_eval_pipeline.judges.heuristics import is_noncommittal
 from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, DETAIL_COLUMNS
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
-from rag_eval_pipeline.judges.offline import (
-    OFFLINE_JUDGE_MODEL,
-    OfflineJudge,
-    is_noncommittal,
-)
+from rag_eval_pipeline.judges.offline import OFFLINE_JUDGE_MODEL, OfflineJudge
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.systems.generators import (
     GENERATION_COLUMNS,

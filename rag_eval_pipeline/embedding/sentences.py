@@ -24,8 +24,6 @@ from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
 if TYPE_CHECKING:
     from rag_eval_pipeline.embedding.embedder import Embedder
 
-__all__ = ["MAX_JUDGED_CHARS"]
-
 MAX_SENTENCES = 256
 
 # A sentence ends after . ! ? … (optionally followed by a closing quote or bracket) and

@@ -18,8 +18,8 @@ import pandas as pd
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.judges.heuristics import is_noncommittal
 from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, Judge
-from rag_eval_pipeline.judges.offline import is_noncommittal
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import (

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rag_eval_pipeline.embedding.sentences import MAX_JUDGED_CHARS, word_tokens
+from rag_eval_pipeline.embedding.sentences import word_tokens
 from rag_eval_pipeline.judges.heuristics import rubric_row
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import parse_rubric, rubric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
+from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
 
 NAME = "e2e_score"
 SCORECARD_NAME = "avg_e2e_score"
