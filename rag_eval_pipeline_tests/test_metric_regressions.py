@@ -19,6 +19,7 @@ from dagster import (
     instance_for_test,
     materialize,
 )
+from scipy import stats
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
@@ -137,6 +138,34 @@ def test_unchanged_and_balanced_systems_are_not_alerted(two_dates: TwoDates) -> 
     assert swap["p_value"] == pytest.approx(0.6128, abs=1e-4)
     alerted = verdicts[verdicts["alert"]]
     assert set(alerted["system"]) == {"drop"}
+
+
+def test_detectable_change_says_what_the_partition_could_flag(two_dates: TwoDates) -> None:
+    """HitRate@1 at 0.80 on 60 questions: a lone drop is flagged only when enough questions
+    flip 1 → 0 for the exact sign test to clear BH's bar α / m (m tests in the partition)."""
+    verdicts = two_dates.verdicts
+    bar = 0.05 / int(verdicts["p_value"].notna().sum())
+
+    def fewest(back: int) -> int:
+        return next(
+            k
+            for k in range(1, N + 1)
+            if stats.binomtest(k, k + back, 0.5, alternative="greater").pvalue < bar
+        )
+
+    same, swap = row(verdicts, "same", "hit_rate@1"), row(verdicts, "swap", "hit_rate@1")
+    assert same["detectable_change"] == pytest.approx(fewest(0) / N / 0.8)
+    assert swap["detectable_change"] == pytest.approx((fewest(6) - 6) / N / 0.8)
+    assert swap["detectable_change"] > same["detectable_change"] > 0.05  # noise costs power
+    tested = verdicts[verdicts["test"] != ""]
+    assert tested["detectable_change"].notna().all()
+    assert (tested["detectable_change"] >= tested["threshold"] - 1e-12).all()
+    report = pd.read_parquet(
+        two_dates.tmp / "warehouse" / "evaluation_report" / VERSION / f"{DAY2}.parquet"
+    )
+    page = Path(report["path"].iloc[0]).read_text()
+    assert "Detectable" in page
+    assert f"≥ {same['detectable_change'] * 100:.1f}%" in page
 
 
 def test_first_date_has_no_baseline(two_dates: TwoDates) -> None:

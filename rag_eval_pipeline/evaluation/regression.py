@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.metrics.sensitivity import sign_flip_min_shift, sign_test_min_worse
 from rag_eval_pipeline.metrics.stats import (
     benjamini_hochberg,
     paired_randomization_tails,
@@ -136,6 +137,7 @@ METRIC_REGRESSION_COLUMNS = [
     "test",
     "p_value",
     "q_value",
+    "detectable_change",
     "verdict",
     "reason",
     "alert",
@@ -251,6 +253,7 @@ def compare_partitions(
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(base != 0, (cur - base) / np.abs(base), np.sign(cur - base) * np.inf)
     paired = _paired(current.items, baseline.items) if baseline is not None else {}
+    tested: list[np.ndarray | None] = [None] * len(rows)
     changed = _changed_roles(current, baseline) if baseline is not None else {}
     n = len(rows)
     test = np.full(n, "", dtype=object)
@@ -281,6 +284,7 @@ def compare_partitions(
         test[i], p_worse[i], p_better[i], counts[i, 3], counts[i, 4] = _one_sided_p(
             items[0], items[1], bool(higher[i]), rule
         )
+        tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
     q_worse, q_better = benjamini_hochberg(p_worse), benjamini_hochberg(p_better)
     comparable = reason == ""
     effect_only = test == EFFECT_ONLY
@@ -298,6 +302,12 @@ def compare_partitions(
     q_value = np.where(towards_bad, q_worse, q_better)
     for i in np.flatnonzero(comparable):
         reason[i] = _reason(verdict[i], effect_only[i], q_value[i], rule.alpha, tolerance[i])
+    bar = rule.alpha / max(1, int(np.isfinite(p_worse).sum()))
+    detectable = np.full(n, np.nan)
+    for i in np.flatnonzero(comparable & (base != 0)):
+        detectable[i] = _detectable_change(
+            test[i], tested[i], int(counts[i, 4]), bar, allowed[i]
+        ) / abs(base[i])
     result = pd.DataFrame(
         {
             "dataset_version": current.version,
@@ -318,6 +328,7 @@ def compare_partitions(
             "test": test,
             "p_value": p_value,
             "q_value": q_value,
+            "detectable_change": detectable,
             "verdict": verdict,
             "reason": reason,
             "alert": regressed
@@ -329,6 +340,25 @@ def compare_partitions(
     result["alert_key"] = alert_keys(result)
     order = result.assign(_rank=~result["alert"]).sort_values(["_rank", *KEY], kind="stable")
     return order[METRIC_REGRESSION_COLUMNS].reset_index(drop=True)
+
+
+def _detectable_change(
+    test: str, worsening: np.ndarray | None, n_better: int, bar: float, allowed: float
+) -> float:
+    """The smallest change in the bad direction (absolute, in the metric's unit) that the row's
+    test could flag alone at p < `bar` given today's noise, and never below the tolerance.
+
+    `worsening` holds the paired items' changes in the bad direction (baseline − today for a
+    higher-is-better metric). Sign test: the fewest items moving the bad way with today's
+    `n_better` moving back (`metrics.sensitivity.sign_test_min_worse`), as a change of the
+    mean; randomization test: `sign_flip_min_shift` of the changes; effect rule: the tolerance.
+    """
+    if test == SIGN_TEST and worsening is not None:
+        worse = sign_test_min_worse(n_better, bar, worsening.size - n_better)
+        return max(allowed, (worse - n_better) / worsening.size)
+    if test == RANDOMIZATION_TEST and worsening is not None:
+        return max(allowed, sign_flip_min_shift(worsening, bar))
+    return allowed
 
 
 def _reason(verdict: str, effect_only: bool, q: float, alpha: float, tolerance: float) -> str:

@@ -461,7 +461,9 @@ def scorecard_summary_html(
     comparisons: pd.DataFrame | None = None,
 ) -> str:
     """Thresholded and headline metrics of the partition, grouped by tier, bands coloured; Δ
-    says when the metric is not comparable because a model changed."""
+    says when the metric is not comparable because a model changed, and "Detectable" the
+    smallest change in the bad direction the comparison could have flagged (its
+    `detectable_change`)."""
     rows = scorecard[
         (scorecard["tier"] != DATASET_TIER)
         & (scorecard["band"].isin(BANDS) | scorecard["metric"].isin(headline_metrics))
@@ -470,9 +472,10 @@ def scorecard_summary_html(
         return '<p class="empty">No thresholded or headline metric in this scorecard.</p>'
     regressed = set(regressions[KEY].itertuples(index=False, name=None))
     incomparable = model_changes(comparisons)
+    detectable = detectable_changes(comparisons)
     body = []
     for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
-        body.append(f'<tr class="group"><th colspan="7">{html_text(tier)}</th></tr>')
+        body.append(f'<tr class="group"><th colspan="8">{html_text(tier)}</th></tr>')
         for r in group.itertuples():
             is_regressed = (r.tier, r.system, r.metric) in regressed
             moved = incomparable.get((r.tier, r.system, r.metric))
@@ -484,10 +487,29 @@ def scorecard_summary_html(
                 f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
                 f'<td class="num">{format_count(r.count)}</td>'
                 f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed, moved)}"
+                f'<td class="num muted">'
+                f"{format_detectable(detectable.get((r.tier, r.system, r.metric), math.nan))}</td>"
                 f"<td>{_band_pill(r.band)}</td></tr>"
             )
-    headers = ["System", "Metric", "Value", "95% CI", "n", "Δ vs baseline", "Band"]
-    return _table(headers, body, {2, 3, 4, 5}, "scorecard")
+    headers = ["System", "Metric", "Value", "95% CI", "n", "Δ vs baseline", "Detectable", "Band"]
+    return _table(headers, body, {2, 3, 4, 5, 6}, "scorecard")
+
+
+def detectable_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str, str], float]:
+    """(tier, system, metric) → the comparison's `detectable_change` (relative, ≥ 0)."""
+    if comparisons is None or comparisons.empty or "detectable_change" not in comparisons:
+        return {}
+    return {
+        (r.tier, r.system, r.metric): float(r.detectable_change) for r in comparisons.itertuples()
+    }
+
+
+def format_detectable(relative: float) -> str:
+    """The smallest flaggable change (`≥ 12.5%`), `none at this n` when no change can be
+    flagged, `—` when the metric was not compared."""
+    if math.isnan(relative):
+        return "—"
+    return "none at this n" if math.isinf(relative) else f"≥ {relative * 100:.1f}%"
 
 
 def model_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
@@ -799,7 +821,10 @@ def render_report(data: ReportData) -> str:
         f'<section id="regressions"><h2>Regressions{baseline}</h2>'
         f"{regressions_html(data.regressions, data.baseline, data.headline_metrics)}</section>",
         '<section id="scorecard"><h2>Scorecard</h2><p class="lead">Metrics with threshold '
-        "bands, and the headline metrics. Δ is the relative change against the baseline."
+        "bands, and the headline metrics. Δ is the relative change against the baseline; "
+        "Detectable the smallest change in the bad direction this comparison could have "
+        "flagged on its own, given the number of items, today's noise and the metrics tested "
+        "(Benjamini–Hochberg's bar α / m): a smaller drop reads as no significant change."
         "</p>"
         f"{summary}</section>",
         f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',

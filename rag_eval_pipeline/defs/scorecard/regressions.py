@@ -27,7 +27,15 @@ from rag_eval_pipeline.evaluation.regression import (
 )
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
-SHOWN = [*CHANGE_COLUMNS, "n_paired", "test", "q_value", "verdict", "reason"]
+SHOWN = [
+    *CHANGE_COLUMNS,
+    "n_paired",
+    "test",
+    "q_value",
+    "detectable_change",
+    "verdict",
+    "reason",
+]
 
 
 class RegressionConfig(Config):
