@@ -263,7 +263,7 @@ def traffic_day(
 ) -> TrafficDay:
     """`n` production interactions drawn with `seed`, and a judged sample of 10 of them whose
     last 2 judgments failed, scored as the traffic tier does; `unpaired=False` leaves out the
-    per-interaction samples (what `metric_regressions` compared before: the effect rule)."""
+    per-interaction samples (the traffic tier is then judged by the effect rule alone)."""
     rng = np.random.default_rng(seed)
     satisfaction = rng.choice(SATISFACTION, n, p=weights)
     values = pd.DataFrame(
@@ -325,7 +325,7 @@ def test_a_chance_dip_of_20_interactions_is_not_a_traffic_regression() -> None:
     p_less, p_greater = permutation_tails(judged_before, judged_today)
     assert faith["p_value"] == (p_less if judged_today.mean() < judged_before.mean() else p_greater)
     assert row(verdicts, "production", "volume")["test"] == EFFECT_ONLY
-    # Before this change the traffic tier had no test: the effect rule alone paged on the dip.
+    # Without the per-interaction samples, the effect rule alone pages on the same dip.
     effect_only = compare_partitions(
         traffic_day("d2", 20, 20, USUAL, 0.05, unpaired=False).scores,
         traffic_day("d1", 20, 0, USUAL, 0.05, unpaired=False).scores,

@@ -2,8 +2,8 @@
 
 Paired on the items both dates scored (unpaired on the traffic tier's daily samples),
 Benjamini–Hochberg over the partition's metrics, plus the metric's minimum effect (see
-`rag_eval_pipeline.evaluation.regression`). The asset check,
-the HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
+`rag_eval_pipeline.evaluation.regression`). The asset check, the HTML report, the alert sensor
+and `rag-eval run`'s summary all read this table.
 """
 
 import pandas as pd
