@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from dagster import (
@@ -26,12 +27,20 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partit
 from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.item_scores import empty_items
+from rag_eval_pipeline.evaluation.item_scores import SAMPLE_SOURCES, empty_items, item_scores
 from rag_eval_pipeline.evaluation.regression import (
+    EFFECT_ONLY,
+    FISHER_TEST,
+    PERMUTATION_TEST,
     PartitionScores,
     RegressionRule,
     compare_partitions,
 )
+from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.summaries import summarize_judgments
+from rag_eval_pipeline.evaluation.traffic import traffic_items, traffic_quality_rows
+from rag_eval_pipeline.metrics.stats import permutation_tails
+from rag_eval_pipeline.metrics.traffic import positive_feedback
 from rag_eval_pipeline.reporting.alerting import alert_lines
 from rag_eval_pipeline_tests.conftest import (
     SHIPPED_STORAGE,
@@ -262,6 +271,123 @@ def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
     moved = row(changed, "s", "avg_faithfulness")
     assert moved["verdict"] == "not comparable" and not moved["alert"]
     assert moved["reason"] == "judge changed (gpt-4o-mini → offline)"
+
+
+SATISFACTION = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
+USUAL = [0.05, 0.1, 0.15, 0.3, 0.4]  # satisfaction's distribution on an ordinary day
+UNHAPPY = [0.15, 0.2, 0.25, 0.25, 0.15]
+
+
+@dataclass
+class TrafficDay:
+    scores: PartitionScores
+    satisfaction: np.ndarray
+    error: np.ndarray
+    faithfulness: np.ndarray  # the judged sample's scores, NaN where the judge failed
+
+
+def traffic_day(
+    day: str, n: int, seed: int, weights: list[float], error_rate: float, *, unpaired: bool = True
+) -> TrafficDay:
+    """`n` production interactions drawn with `seed`, and a judged sample of 10 of them whose
+    last 2 judgments failed, scored as the traffic tier does; `unpaired=False` leaves out the
+    per-interaction samples (the traffic tier is then judged by the effect rule alone)."""
+    rng = np.random.default_rng(seed)
+    satisfaction = rng.choice(SATISFACTION, n, p=weights)
+    values = pd.DataFrame(
+        {
+            "log_id": [f"{day}-{i}" for i in range(n)],
+            "timestamp": day,
+            "volume": 1.0,
+            "latency_ms": rng.gamma(2.0, 400.0, n),
+            "error": (rng.random(n) < error_rate).astype(float),
+            "cost_usd": rng.gamma(2.0, 0.001, n),
+            "satisfaction": satisfaction,
+            "positive_feedback": positive_feedback(satisfaction),
+        }
+    )
+    faithfulness = np.append(rng.uniform(0.5, 1.0, 8), [np.nan, np.nan])
+    judgments = pd.DataFrame(
+        {
+            "system": "production",
+            "query_id": values["log_id"].iloc[:10],
+            "metric": "faithfulness",
+            "score": faithfulness,
+            "error": [None] * 8 + ["judge timeout"] * 2,
+        }
+    )
+    scorecard = build_scorecard(
+        [traffic_quality_rows(values), summarize_judgments(judgments, "traffic")],
+        "v1",
+        day,
+        Thresholds(),
+    )
+    tables = {"traffic_metrics": traffic_items(values), "traffic_judgments": judgments}
+    samples = item_scores(tables, SAMPLE_SOURCES) if unpaired else None
+    scores = PartitionScores("v1", day, scorecard, empty_items(), samples=samples)
+    return TrafficDay(scores, satisfaction, values["error"].to_numpy(), faithfulness)
+
+
+def test_a_chance_dip_of_20_interactions_is_not_a_traffic_regression() -> None:
+    # Both days draw 20 interactions from one distribution; today's satisfaction dips by 13%.
+    baseline = traffic_day("d1", 20, 0, USUAL, 0.05)
+    today = traffic_day("d2", 20, 20, USUAL, 0.05)
+    verdicts = compare_partitions(today.scores, baseline.scores, RegressionRule())
+    dip = row(verdicts, "production", "avg_satisfaction")
+    assert (dip["baseline_value"], dip["value"]) == (pytest.approx(0.6875), pytest.approx(0.6))
+    assert dip["relative_change"] < -dip["threshold"]
+    assert dip["test"] == PERMUTATION_TEST
+    p_less, _ = permutation_tails(baseline.satisfaction, today.satisfaction)
+    assert dip["p_value"] == p_less and p_less > 0.2
+    assert dip["verdict"] == "no significant change" and not dip["alert"]
+    assert (dip["n_paired"], dip["n_only_baseline"], dip["n_only_current"]) == (0, 20, 20)
+    assert dip["reason"].endswith("(unpaired: 20 values on the baseline date, 20 today)")
+    assert row(verdicts, "production", "error_rate")["test"] == FISHER_TEST
+    faith = row(verdicts, "production", "avg_faithfulness")  # the 2 failed judgments left out
+    assert (faith["test"], faith["n_only_baseline"], faith["n_only_current"]) == (
+        PERMUTATION_TEST,
+        8,
+        8,
+    )
+    judged_before, judged_today = baseline.faithfulness[:8], today.faithfulness[:8]
+    p_less, p_greater = permutation_tails(judged_before, judged_today)
+    assert faith["p_value"] == (p_less if judged_today.mean() < judged_before.mean() else p_greater)
+    assert row(verdicts, "production", "volume")["test"] == EFFECT_ONLY
+    # Without the per-interaction samples, the effect rule alone pages on the same dip.
+    effect_only = compare_partitions(
+        traffic_day("d2", 20, 20, USUAL, 0.05, unpaired=False).scores,
+        traffic_day("d1", 20, 0, USUAL, 0.05, unpaired=False).scores,
+        RegressionRule(),
+    )
+    paged = row(effect_only, "production", "avg_satisfaction")
+    assert (paged["test"], paged["verdict"], paged["alert"]) == (EFFECT_ONLY, "regressed", True)
+
+
+def test_a_real_traffic_shift_regresses_with_a_p_value() -> None:
+    baseline = traffic_day("d1", 400, 1, USUAL, 0.02)
+    today = traffic_day("d2", 400, 2, UNHAPPY, 0.10)
+    verdicts = compare_partitions(today.scores, baseline.scores, RegressionRule())
+    satisfaction = row(verdicts, "production", "avg_satisfaction")
+    assert satisfaction["test"] == PERMUTATION_TEST
+    assert satisfaction["p_value"] == pytest.approx(1 / 10001)  # no shuffle as low
+    errors = row(verdicts, "production", "error_rate")
+    table = [
+        [today.error.sum(), 400 - today.error.sum()],
+        [baseline.error.sum(), 400 - baseline.error.sum()],
+    ]
+    assert errors["test"] == FISHER_TEST
+    assert errors["p_value"] == pytest.approx(
+        stats.fisher_exact(table, alternative="greater").pvalue, rel=1e-9
+    )
+    for shifted in (satisfaction, errors, row(verdicts, "production", "positive_feedback_rate")):
+        assert shifted["q_value"] < 0.05 and shifted["verdict"] == "regressed" and shifted["alert"]
+        assert (shifted["n_paired"], shifted["n_only_baseline"], shifted["n_only_current"]) == (
+            0,
+            400,
+            400,
+        )
+    line = next(x for x in alert_lines(verdicts[verdicts["alert"]]) if "error_rate" in x)
+    assert "(+238.5%; q = " in line and ", n = 400 vs 400)" in line
 
 
 def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The traffic tier: a logs file spanning three days yields three daily partitions whose
-volume, latency percentiles, error rate, cost and satisfaction equal numpy on that day's rows."""
+volume, latency percentiles, error rate, cost and satisfaction equal numpy on that day's rows;
+`metric_regressions` compares two days' interactions unpaired."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from dagster import DagsterInstance, materialize
+from dagster import AssetSelection, DagsterInstance, materialize
 
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.definitions import ALL_CHECKS
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
@@ -24,7 +25,9 @@ from rag_eval_pipeline.defs.traffic.assets import (
     traffic_quality,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.regression import EFFECT_ONLY, FISHER_TEST, PERMUTATION_TEST
 from rag_eval_pipeline.evaluation.traffic import judged_sample
+from rag_eval_pipeline.metrics.stats import fisher_exact_tails, permutation_tails
 from rag_eval_pipeline.metrics.traffic import (
     local_dates,
     positive_feedback,
@@ -167,6 +170,75 @@ def test_three_days_of_logs_make_three_daily_partitions(
         if pd.Timestamp(r["timestamp"]).tz_convert(TIMEZONE).date().isoformat() in DAYS
     ]
     assert len(seen) == len(in_window) < len(logs)
+
+
+def test_two_days_of_traffic_are_tested_unpaired_against_each_other(
+    dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
+) -> None:
+    write_dataset(tmp_path / "datasets", three_days_of_logs())
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+    resources = evaluation_resources(
+        tmp_path, embedder, datasets=DatasetsResource(root=str(tmp_path / "datasets"))
+    )
+    run_config = {
+        "ops": {
+            "traffic_metrics": {"config": {"timezone": TIMEZONE}},
+            "traffic_judgments": {"config": {"timezone": TIMEZONE, "sample_size": SAMPLE}},
+        }
+    }
+    for day in DAYS[:2]:
+        result = materialize(
+            ALL_ASSETS,
+            selection=AssetSelection.assets("metric_regressions").upstream(),
+            partition_key=evaluation_partition_key(VERSION, day),
+            instance=dagster_instance,
+            resources=resources,
+            run_config=run_config,
+        )
+        assert result.success
+
+    def stored(asset: str, day: str) -> pd.DataFrame:
+        return pd.read_parquet(tmp_path / "warehouse" / asset / VERSION / f"{day}.parquet")
+
+    def values(day: str, source: str) -> np.ndarray:
+        """The day's per-interaction values of `source`, or its judge scores without errors."""
+        items = stored("traffic_metrics", day)
+        if source in set(items["metric"]):
+            return items.loc[items["metric"] == source, "value"].to_numpy()
+        judged = stored("traffic_judgments", day)
+        return judged.loc[judged["metric"] == source, "score"].dropna().to_numpy()
+
+    verdicts = stored("metric_regressions", DAYS[1])
+    traffic = verdicts[verdicts["tier"] == "traffic"].set_index("metric")
+    compared = {
+        "error_rate": "error",
+        "positive_feedback_rate": "positive_feedback",
+        "avg_satisfaction": "satisfaction",
+        "avg_cost_usd": "cost_usd",
+        "avg_faithfulness": "faithfulness",  # judge failures are left out, never zeros
+    }
+    for metric, source in compared.items():
+        base, cur = values(DAYS[0], source), values(DAYS[1], source)
+        verdict = traffic.loc[metric]
+        binary = np.isin(np.concatenate([base, cur]), (0.0, 1.0)).all()
+        test = FISHER_TEST if binary else PERMUTATION_TEST
+        assert verdict["test"] == test, metric
+        counts = (verdict["n_paired"], verdict["n_only_baseline"], verdict["n_only_current"])
+        assert counts == (0, base.size, cur.size) and base.size > 0 and cur.size > 0, metric
+        assert verdict["baseline_value"] == pytest.approx(base.mean())
+        assert verdict["value"] == pytest.approx(cur.mean())
+        p_less, p_greater = (
+            fisher_exact_tails(base, cur) if test == FISHER_TEST else permutation_tails(base, cur)
+        )
+        higher = verdict["higher_is_better"]
+        bad = cur.mean() < base.mean() if higher else cur.mean() > base.mean()
+        worse, better = (p_less, p_greater) if higher else (p_greater, p_less)
+        assert verdict["p_value"] == pytest.approx(worse if bad else better, rel=1e-12), metric
+        assert np.isfinite(verdict["q_value"])
+    assert traffic.loc["error_rate", "test"] == FISHER_TEST
+    assert traffic.loc["avg_cost_usd", "test"] == PERMUTATION_TEST
+    effect_only = traffic.loc[["volume", "latency_p95_ms", "total_cost_usd"], "test"]
+    assert (effect_only == EFFECT_ONLY).all()
 
 
 def test_satisfaction_from_thumbs_and_ratings_by_hand() -> None:

@@ -1,17 +1,23 @@
 """Per-item scores in one long layout, so two partitions can be compared item by item.
 
 The layout is `tier, system, metric, item_id, value`: one row per scored item (a query, a
-judge label, a session, ...) of one metric of one system, `metric` named exactly as in the
-scorecard (e.g. `avg_faithfulness` for the judgments' `faithfulness`), `value` NaN for an error
-row. `ITEM_SOURCES` maps each per-item asset to its converter; the `metric_regressions` asset
-reads every asset named there, today's as inputs and the baseline's from the warehouse.
+judge label, a session, an interaction, ...) of one metric of one system, `metric` named exactly
+as in the scorecard (e.g. `avg_faithfulness` for the judgments' `faithfulness`), `value` NaN for
+an error row. Two registries convert per-item assets to it:
 
-To let a new tier's metrics be tested item by item, write its per-item table as an asset,
-add `"<asset name>": <function turning it into this layout>` to `ITEM_SOURCES`, and add the
-asset as an input of `metric_regressions` (`rag_eval_pipeline/defs/scorecard/regressions.py`).
-Metrics without per-item scores are judged by the effect rule alone; so are the traffic
-tier's, whose items (the day's interactions) differ from one day to the next and cannot be
-paired.
+- `ITEM_SOURCES`: items both dates score (the dataset's questions), compared **paired**;
+- `SAMPLE_SOURCES`: independent samples of each date, compared **unpaired** (two-sample
+  tests): the traffic tier, whose items (the day's interactions, and the judged sample of
+  them) differ from one day to the next. Its interaction metrics become the scorecard's means
+  (`error` → `error_rate`, `cost_usd` → `avg_cost_usd`, `satisfaction` → `avg_satisfaction`,
+  `positive_feedback` → `positive_feedback_rate`) and its judgments the `avg_*` judge metrics.
+
+The `metric_regressions` asset reads every asset named in either, today's as inputs and the
+baseline's from the warehouse. To let a new tier's metrics be tested per item, write its
+per-item table as an asset, add `"<asset name>": <function turning it into this layout>` to the
+registry that fits, and add the asset as an input of `metric_regressions`
+(`rag_eval_pipeline/defs/scorecard/regressions.py`). Metrics without per-item values (traffic
+volume, total cost and latency percentiles among them) are judged by the effect rule alone.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric
+from rag_eval_pipeline.evaluation.traffic import MEAN_METRICS, TRAFFIC_TIER
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
 
 ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
@@ -63,7 +70,24 @@ def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> 
     )[ITEM_COLUMNS]
 
 
-ITEM_SOURCES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
+def traffic_samples(metrics: pd.DataFrame) -> pd.DataFrame:
+    """`traffic_metrics` (`system, log_id, timestamp, metric, value`) in the item layout: the
+    interaction metrics whose mean is a scorecard metric, renamed to it (`MEAN_METRICS`)."""
+    kept = metrics[metrics["metric"].isin(list(MEAN_METRICS))]
+    return pd.DataFrame(
+        {
+            "tier": TRAFFIC_TIER,
+            "system": kept["system"].astype(str),
+            "metric": kept["metric"].map(MEAN_METRICS),
+            "item_id": kept["log_id"].astype(str),
+            "value": kept["value"].astype(float),
+        }
+    )[ITEM_COLUMNS]
+
+
+Sources = dict[str, Callable[[pd.DataFrame], pd.DataFrame]]
+
+ITEM_SOURCES: Sources = {
     "retrieval_metrics": lambda f: wide_items(f, "tier1_retrieval", DEFAULT_RETRIEVAL_METRICS),
     "system_retrieval_metrics": lambda f: wide_items(
         f, "tier1_retrieval", DEFAULT_RETRIEVAL_METRICS
@@ -71,14 +95,20 @@ ITEM_SOURCES: dict[str, Callable[[pd.DataFrame], pd.DataFrame]] = {
     "generation_judgments": lambda f: judgment_items(f, "tier2_generation"),
     "e2e_judgments": lambda f: judgment_items(f, "tier3_e2e"),
 }
+SAMPLE_SOURCES: Sources = {
+    "traffic_metrics": traffic_samples,
+    "traffic_judgments": lambda f: judgment_items(f, TRAFFIC_TIER),
+}
 
 
-def item_scores(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
-    """Every per-item table of `ITEM_SOURCES` found in `tables` (asset name → table or None)."""
+def item_scores(
+    tables: dict[str, pd.DataFrame | None], sources: Sources = ITEM_SOURCES
+) -> pd.DataFrame:
+    """Every per-item table of `sources` found in `tables` (asset name → table or None)."""
     frames = [
-        ITEM_SOURCES[name](table)
+        sources[name](table)
         for name, table in tables.items()
-        if name in ITEM_SOURCES and table is not None and not table.empty
+        if name in sources and table is not None and not table.empty
     ]
     frames = [frame for frame in frames if not frame.empty]
     return pd.concat(frames, ignore_index=True) if frames else empty_items()

@@ -1,18 +1,25 @@
-"""Regression detection: each scorecard metric against its baseline, paired and FDR-controlled.
+"""Regression detection: each scorecard metric against its baseline, tested and FDR-controlled.
 
 `compare_partitions` gives one row per (tier, system, metric) with a verdict:
 
-- **paired test** on the items both dates scored (`evaluation.item_scores`): 0/1 metrics use the
+- **paired test** on the items both dates scored (`PartitionScores.items`): 0/1 metrics use the
   exact one-sided sign test on the discordant pairs (McNemar), other metrics the one-sided
   paired sign-flip randomization test (seeded); items scored on one date only are counted
   (`n_only_baseline`, `n_only_current`), not silently dropped;
-- **Benjamini–Hochberg** q-values over the partition's tested metrics (one family per
-  direction);
+- **unpaired test** on independent samples of each date (`PartitionScores.samples`: the traffic
+  tier's interactions, which differ from day to day): 0/1 metrics use the one-sided Fisher's
+  exact test, other metrics the one-sided two-sample permutation test of the difference in
+  means (seeded). No item is paired, so `n_paired` (and `n_worse`, `n_better`) is 0, and the
+  sample sizes are `n_only_baseline` (the baseline date's values) and `n_only_current`
+  (today's); the `reason` repeats them. Error rows (NaN) are left out of both samples;
+- **Benjamini–Hochberg** q-values over the partition's tested metrics, paired and unpaired in
+  one family (one family per direction);
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
   metric's tolerance: `regression_threshold × |baseline|` (5% by default, per metric in
   `config/thresholds.yaml`) and `regression_min_change` in absolute terms. `improved` mirrors
-  it. Metrics without per-item scores (silhouette, latency percentiles, single numbers) are
-  judged by the effect rule alone, and the row says so in `test`;
+  it. Metrics without per-item values (silhouette, latency percentiles, traffic volume and
+  total cost, single numbers) are judged by the effect rule alone, and the row says so in
+  `test`;
 - `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
   on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
   than half of the metric's judgments failed today, whatever its value: an alert); or
@@ -29,6 +36,7 @@ both side by side.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -38,7 +46,9 @@ import pandas as pd
 from rag_eval_pipeline.metrics.sensitivity import sign_flip_min_shift, sign_test_min_worse
 from rag_eval_pipeline.metrics.stats import (
     benjamini_hochberg,
+    fisher_exact_tails,
     paired_randomization_tails,
+    permutation_tails,
     sign_test,
 )
 
@@ -114,6 +124,9 @@ OUTAGE = "judge outage"
 EFFECT_ONLY = "effect rule only (no per-item scores)"
 SIGN_TEST = "exact sign test (McNemar)"
 RANDOMIZATION_TEST = "paired sign-flip randomization"
+FISHER_TEST = "Fisher's exact test (unpaired)"
+PERMUTATION_TEST = "two-sample permutation (unpaired)"
+UNPAIRED_TESTS = (FISHER_TEST, PERMUTATION_TEST)
 IDENTITY_ROLES = ("judge", "generator", "embedder")
 # Which tiers each model's output feeds: a change of that model makes their metrics incomparable.
 ROLE_TIERS: dict[str, frozenset[str]] = {
@@ -147,13 +160,16 @@ METRIC_REGRESSION_COLUMNS = [
 
 @dataclass(frozen=True)
 class PartitionScores:
-    """What one partition is compared on: its scorecard, per-item scores, model identities."""
+    """What one partition is compared on: its scorecard, per-item scores paired by `item_id`
+    with the baseline's, model identities, and per-item scores of independent samples (compared
+    unpaired; None: no such sample). Both tables have the `evaluation.item_scores` layout."""
 
     version: str
     date: str
     scorecard: pd.DataFrame
     items: pd.DataFrame
     identities: dict[str, str | None] = field(default_factory=dict)
+    samples: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -186,14 +202,36 @@ def _paired(
     return paired
 
 
-def _one_sided_p(
+def _unpaired(
+    current: pd.DataFrame | None, baseline: pd.DataFrame | None
+) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]:
+    """Per key: the finite values of the baseline's sample and of today's (either may be empty)."""
+
+    def by_key(frame: pd.DataFrame | None) -> dict[tuple[str, str, str], np.ndarray]:
+        if frame is None:
+            return {}
+        finite = frame[np.isfinite(frame["value"].to_numpy(dtype=float))]
+        return {
+            key: rows["value"].to_numpy(dtype=float)
+            for key, rows in finite.groupby(KEY, sort=False)
+        }
+
+    base, cur, none = by_key(baseline), by_key(current), np.empty(0)
+    return {key: (base.get(key, none), cur.get(key, none)) for key in base.keys() | cur.keys()}
+
+
+def _binary(base: np.ndarray, cur: np.ndarray) -> bool:
+    return bool(np.isin(base, (0.0, 1.0)).all() and np.isin(cur, (0.0, 1.0)).all())
+
+
+def _paired_p(
     base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
 ) -> tuple[str, float, float, int, int]:
     """(test, p worse, p better, n worse, n better) for one metric's paired items."""
     worse = (cur < base) if higher else (cur > base)
     better = (cur > base) if higher else (cur < base)
     n_worse, n_better = int(worse.sum()), int(better.sum())
-    if np.isin(base, (0.0, 1.0)).all() and np.isin(cur, (0.0, 1.0)).all():
+    if _binary(base, cur):
         p_worse = float(sign_test(np.array([n_worse]), np.array([n_better]))[0])
         p_better = float(sign_test(np.array([n_better]), np.array([n_worse]))[0])
         return SIGN_TEST, p_worse, p_better, n_worse, n_better
@@ -202,6 +240,20 @@ def _one_sided_p(
     )
     p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
     return RANDOMIZATION_TEST, p_worse, p_better, n_worse, n_better
+
+
+def _unpaired_p(
+    base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
+) -> tuple[str, float, float]:
+    """(test, p worse, p better) for one metric's two independent samples."""
+    if _binary(base, cur):
+        test, (p_less, p_greater) = FISHER_TEST, fisher_exact_tails(base, cur)
+    else:
+        test = PERMUTATION_TEST
+        p_less, p_greater = permutation_tails(
+            base, cur, n_resamples=rule.n_resamples, seed=rule.seed
+        )
+    return (test, p_less, p_greater) if higher else (test, p_greater, p_less)
 
 
 def _changed_roles(current: PartitionScores, baseline: PartitionScores) -> dict[str, str]:
@@ -253,6 +305,7 @@ def compare_partitions(
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.where(base != 0, (cur - base) / np.abs(base), np.sign(cur - base) * np.inf)
     paired = _paired(current.items, baseline.items) if baseline is not None else {}
+    samples = _unpaired(current.samples, baseline.samples) if baseline is not None else {}
     tested: list[np.ndarray | None] = [None] * len(rows)
     changed = _changed_roles(current, baseline) if baseline is not None else {}
     n = len(rows)
@@ -275,16 +328,22 @@ def compare_partitions(
             reason[i] = "no baseline value" if np.isfinite(cur[i]) else "no value on either date"
         elif moved:
             reason[i] = "; ".join(moved)
-        items = paired.get((tier, system, metric))
+        items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))
         if items is not None:
             counts[i, 0], counts[i, 1], counts[i, 2] = items[0].size, items[2], items[3]
-        if reason[i] or items is None or items[0].size == 0:
-            test[i] = "" if reason[i] else EFFECT_ONLY
+        elif sample is not None:
+            counts[i, 1], counts[i, 2] = sample[0].size, sample[1].size
+        if reason[i]:
             continue
-        test[i], p_worse[i], p_better[i], counts[i, 3], counts[i, 4] = _one_sided_p(
-            items[0], items[1], bool(higher[i]), rule
-        )
-        tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
+        if items is not None and items[0].size:
+            test[i], p_worse[i], p_better[i], counts[i, 3], counts[i, 4] = _paired_p(
+                items[0], items[1], bool(higher[i]), rule
+            )
+            tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
+        elif sample is not None and sample[0].size and sample[1].size:
+            test[i], p_worse[i], p_better[i] = _unpaired_p(*sample, bool(higher[i]), rule)
+        else:
+            test[i] = EFFECT_ONLY
     q_worse, q_better = benjamini_hochberg(p_worse), benjamini_hochberg(p_better)
     comparable = reason == ""
     effect_only = test == EFFECT_ONLY
@@ -302,6 +361,10 @@ def compare_partitions(
     q_value = np.where(towards_bad, q_worse, q_better)
     for i in np.flatnonzero(comparable):
         reason[i] = _reason(verdict[i], effect_only[i], q_value[i], rule.alpha, tolerance[i])
+        if test[i] in UNPAIRED_TESTS:
+            reason[i] += (
+                f" (unpaired: {counts[i, 1]} values on the baseline date, {counts[i, 2]} today)"
+            )
     bar = rule.alpha / max(1, int(np.isfinite(p_worse).sum()))
     detectable = np.full(n, np.nan)
     for i in np.flatnonzero(comparable & (base != 0)):
@@ -351,14 +414,15 @@ def _detectable_change(
     `worsening` holds the paired items' changes in the bad direction (baseline − today for a
     higher-is-better metric). Sign test: the fewest items moving the bad way with today's
     `n_better` moving back (`metrics.sensitivity.sign_test_min_worse`), as a change of the
-    mean; randomization test: `sign_flip_min_shift` of the changes; effect rule: the tolerance.
+    mean; randomization test: `sign_flip_min_shift` of the changes; effect rule: the tolerance;
+    NaN for the unpaired tests, whose power this does not model.
     """
     if test == SIGN_TEST and worsening is not None:
         worse = sign_test_min_worse(n_better, bar, worsening.size - n_better)
         return max(allowed, (worse - n_better) / worsening.size)
     if test == RANDOMIZATION_TEST and worsening is not None:
         return max(allowed, sign_flip_min_shift(worsening, bar))
-    return allowed
+    return allowed if test == EFFECT_ONLY else math.nan
 
 
 def _reason(verdict: str, effect_only: bool, q: float, alpha: float, tolerance: float) -> str:

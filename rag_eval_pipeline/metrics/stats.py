@@ -14,10 +14,15 @@ once per resample.
 Confidence intervals are percentile intervals: the ``(1 - confidence) / 2`` and
 ``(1 + confidence) / 2`` quantiles (numpy's default linear interpolation) of the resampled
 means.
+
+Tests come paired (the same items scored twice: :func:`sign_test`,
+:func:`paired_randomization_tails`) and unpaired (two independent samples, e.g. two days'
+interactions: :func:`fisher_exact_tails`, :func:`permutation_tails`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Sequence
 from statistics import NormalDist
@@ -31,10 +36,12 @@ __all__ = [
     "benjamini_hochberg",
     "bootstrap_ci",
     "compare_paired",
+    "fisher_exact_tails",
     "paired_bootstrap_ci",
     "paired_randomization_tails",
     "paired_randomization_test",
     "percentiles",
+    "permutation_tails",
     "sign_test",
     "summarize",
 ]
@@ -241,16 +248,150 @@ def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
     if worse.shape != better.shape or (worse < 0).any() or (better < 0).any():
         raise ValueError("n_worse and n_better must be non-negative counts of the same shape")
     flat_worse, flat_total = worse.ravel(), (worse + better).ravel()
-    top = int(flat_total.max(initial=0))
-    log_factorial = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
+    log_factorial = _log_factorials(int(flat_total.max(initial=0)))
     p_values = np.ones(flat_worse.size)
     for index in np.flatnonzero(flat_total > 0):
         total, k = int(flat_total[index]), np.arange(flat_worse[index], flat_total[index] + 1)
         log_terms = log_factorial[total] - log_factorial[k] - log_factorial[total - k]
-        peak = log_terms.max()
-        tail = peak + np.log(np.exp(log_terms - peak).sum()) - total * np.log(2.0)
-        p_values[index] = min(1.0, float(np.exp(tail)))
+        p_values[index] = _tail_probability(log_terms - total * np.log(2.0))
     return p_values.reshape(worse.shape)
+
+
+def _log_factorials(top: int) -> np.ndarray:
+    """``log(k!)`` for ``k = 0 … top``."""
+    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
+
+
+def _tail_probability(log_terms: np.ndarray) -> float:
+    """``min(1, Σ exp(log_terms))`` by log-sum-exp (no underflow of tiny terms)."""
+    peak = log_terms.max()
+    return min(1.0, float(np.exp(peak + np.log(np.exp(log_terms - peak).sum()))))
+
+
+def _two_samples(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    return _as_finite_1d(a, "a"), _as_finite_1d(b, "b")
+
+
+def fisher_exact_tails(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
+    """One-sided Fisher's exact tests of the rate of ones of 0/1 sample ``b`` against ``a``.
+
+    Unpaired: ``a`` and ``b`` are independent samples (e.g. two days' interactions). Given the
+    ``K`` ones among all ``n = n_a + n_b`` values, under H0 (one rate for both) the number of ones
+    in ``b`` is hypergeometric, ``P(X = x) = C(K, x) · C(n - K, n_b - x) / C(n, n_b)``. For the
+    observed ``k_b`` ones, ``p_less = P(X <= k_b)`` (H1: ``b``'s rate is lower) and
+    ``p_greater = P(X >= k_b)``, summed in log space (log-factorials, log-sum-exp), exact to
+    floating point for any n: ``scipy.stats.fisher_exact([[k_b, n_b - k_b], [k_a, n_a - k_a]],
+    alternative="less" / "greater")``. It is the exact permutation test of the difference in
+    rates, ties included (0/1 values are all ties).
+
+    Returns:
+        ``(p_less, p_greater)``. All values equal (``K`` is 0 or ``n``) gives ``(1.0, 1.0)``;
+        either sample empty gives ``(nan, nan)``. Values other than 0 and 1 raise ``ValueError``.
+    """
+    first, second = _two_samples(a, b)
+    if not (np.isin(first, (0.0, 1.0)).all() and np.isin(second, (0.0, 1.0)).all()):
+        raise ValueError("fisher_exact_tails needs 0/1 values")
+    if first.size == 0 or second.size == 0:
+        return (float("nan"), float("nan"))
+    n, n_b = first.size + second.size, second.size
+    ones, k_b = int(first.sum() + second.sum()), int(second.sum())
+    log_factorial = _log_factorials(n)
+    x = np.arange(max(0, n_b - (n - ones)), min(ones, n_b) + 1)
+    log_pmf = (
+        log_factorial[ones]
+        - log_factorial[x]
+        - log_factorial[ones - x]
+        + log_factorial[n - ones]
+        - log_factorial[n_b - x]
+        - log_factorial[n - ones - n_b + x]
+        - (log_factorial[n] - log_factorial[n_b] - log_factorial[n - n_b])
+    )
+    return (_tail_probability(log_pmf[x <= k_b]), _tail_probability(log_pmf[x >= k_b]))
+
+
+def permutation_tails(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    normal_above: int = NORMAL_APPROXIMATION_ABOVE,
+) -> tuple[float, float]:
+    """One-sided two-sample permutation tests of ``mean(b) - mean(a)``: ``(p_less, p_greater)``.
+
+    Unpaired: ``a`` and ``b`` are independent samples (e.g. two days' interactions). Under H0
+    both come from one distribution, so the group labels are exchangeable: a permutation splits
+    the ``n = n_a + n_b`` pooled values into groups of ``n_a`` and ``n_b`` at random. The
+    statistic is ``mean(b) - mean(a)``, computed as ``sum(b)``, which orders the splits the same
+    way (the pooled sum is fixed). ``p_less`` (H1: ``b`` is lower) counts the splits whose
+    statistic is at most the observed one, ``p_greater`` those at least it, with a tolerance of
+    ``1e-9 · Σ|pooled|`` so that equal values summed in another order count as ties: as
+    ``scipy.stats.permutation_test((a, b), lambda a, b: mean(b) - mean(a),
+    permutation_type="independent", alternative="less" / "greater")``. Both tails come from
+    the same splits.
+
+    * When the ``C(n, n_a)`` distinct splits number at most ``n_resamples``, each is enumerated
+      once and ``p = count / C(n, n_a)``, exactly (the observed split is one of them).
+    * Otherwise ``n_resamples`` random splits: ``numpy.random.default_rng(seed).permuted``
+      shuffles rows of the pooled values, chunk after chunk of at most ``_MAX_CHUNK_ELEMENTS``
+      values (memory stays bounded), and ``p = (count + 1) / (n_resamples + 1)``, never 0, as
+      in :func:`paired_randomization_test`.
+    * Above ``normal_above`` pooled values, ``sum(b)`` over all splits is normal to well within
+      the Monte-Carlo error (finite-population central limit theorem), with its exact mean
+      ``n_b · mean(pooled)`` and variance ``n_a · n_b · var(pooled) / (n - 1)`` (``var`` with
+      ``ddof=0``): the tails are the normal ones, O(n) instead of O(n · n_resamples).
+
+    Returns:
+        ``(p_less, p_greater)``. All values equal gives ``(1.0, 1.0)``; either sample empty
+        gives ``(nan, nan)``. NaN or infinity raise ``ValueError`` (drop error rows first).
+    """
+    first, second = _two_samples(a, b)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    if first.size == 0 or second.size == 0:
+        return (float("nan"), float("nan"))
+    pooled = np.concatenate([first, second])
+    n, n_b = pooled.size, second.size
+    observed = second.sum()
+    if np.ptp(pooled) == 0.0:
+        return (1.0, 1.0)
+    if n > normal_above:
+        spread = math.sqrt(first.size * n_b * pooled.var() / (n - 1))
+        z = float(observed - n_b * pooled.mean()) / spread
+        return (NormalDist().cdf(z), NormalDist().cdf(-z))
+    tolerance = 1e-9 * np.abs(pooled).sum()
+    n_splits = math.comb(n, n_b)
+    exact = n_splits <= n_resamples
+    chunks = (
+        [_split_sums(pooled, n_b)] if exact else _random_split_sums(pooled, n_b, n_resamples, seed)
+    )
+    less = greater = 0
+    for sums in chunks:
+        less += int(np.count_nonzero(sums <= observed + tolerance))
+        greater += int(np.count_nonzero(sums >= observed - tolerance))
+    if exact:
+        return (less / n_splits, greater / n_splits)
+    return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
+
+
+def _split_sums(pooled: np.ndarray, n_b: int) -> np.ndarray:
+    """``sum(b)`` for every distinct split, enumerating the smaller group's index sets."""
+    n = pooled.size
+    k = min(n_b, n - n_b)
+    flat = itertools.chain.from_iterable(itertools.combinations(range(n), k))
+    chosen = np.fromiter(flat, dtype=np.intp, count=math.comb(n, k) * k).reshape(-1, k)
+    sums = pooled[chosen].sum(axis=1)
+    return sums if k == n_b else pooled.sum() - sums
+
+
+def _random_split_sums(
+    pooled: np.ndarray, n_b: int, n_resamples: int, seed: int
+) -> Iterator[np.ndarray]:
+    """Chunks of ``sum(b)`` over ``n_resamples`` random splits (shuffles of ``pooled``)."""
+    rng = np.random.default_rng(seed)
+    for size in _chunk_sizes(n_resamples, pooled.size):
+        shuffled = rng.permuted(np.broadcast_to(pooled, (size, pooled.size)), axis=1)
+        yield shuffled[:, :n_b].sum(axis=1)
 
 
 def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:

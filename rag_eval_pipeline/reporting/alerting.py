@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import MISSING_TODAY, OUTAGE
+from rag_eval_pipeline.evaluation.regression import MISSING_TODAY, OUTAGE, UNPAIRED_TESTS
 from rag_eval_pipeline.reporting.escaping import slack_text
 
 
@@ -64,10 +64,17 @@ def _optional(row: Any, name: str, template: str) -> str:
     return "" if value is None or pd.isna(value) else template.format(value)
 
 
+def _sample_size(row: Any) -> str:
+    """`, n = <pairs>`, or `, n = <baseline> vs <today>` for an unpaired test's two samples."""
+    if getattr(row, "test", None) in UNPAIRED_TESTS:
+        return f", n = {row.n_only_baseline} vs {row.n_only_current}"
+    return _optional(row, "n_paired", ", n = {}")
+
+
 def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
     """`metric: baseline → current (change; q, n)` for one alerted row, values escaped."""
     reason = getattr(row, "reason", "")
-    details = _optional(row, "q_value", "; q = {:.3g}") + _optional(row, "n_paired", ", n = {}")
+    details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size(row)
     if reason == MISSING_TODAY:
         return f"{escape(row.metric)}: {row.baseline_value:.4f} → missing today"
     outage = f" — {escape(reason)}" if str(reason).startswith(OUTAGE) else ""

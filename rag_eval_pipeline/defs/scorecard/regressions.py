@@ -1,8 +1,9 @@
 """The `metric_regressions` asset: every scorecard metric tested against the baseline.
 
-Paired on the items both dates scored, Benjamini–Hochberg over the partition's metrics, plus
-the metric's minimum effect (see `rag_eval_pipeline.evaluation.regression`). The asset check,
-the HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
+Paired on the items both dates scored (unpaired on the traffic tier's daily samples),
+Benjamini–Hochberg over the partition's metrics, plus the metric's minimum effect (see
+`rag_eval_pipeline.evaluation.regression`). The asset check, the HTML report, the alert sensor
+and `rag-eval run`'s summary all read this table.
 """
 
 import pandas as pd
@@ -16,7 +17,7 @@ from rag_eval_pipeline.defs.resources import (
     LLMResource,
     WarehouseResource,
 )
-from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
     IDENTITY_ROLES,
@@ -61,8 +62,10 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
     description=(
         "One row per (tier, system, metric) against the baseline (previous date, or the pinned "
         "one): baseline and current value, relative change, paired items, the test (exact sign "
-        "test for 0/1 metrics, paired randomization otherwise), p and Benjamini–Hochberg q, and "
-        "the verdict: regressed / improved / no significant change / not comparable (reason)."
+        "test for 0/1 metrics, paired randomization otherwise; for the traffic tier's daily "
+        "samples, unpaired: Fisher's exact test or a two-sample permutation test), p and "
+        "Benjamini–Hochberg q, and the verdict: regressed / improved / no significant change / "
+        "not comparable (reason)."
     ),
 )
 def metric_regressions(
@@ -73,6 +76,8 @@ def metric_regressions(
     system_retrieval_metrics: pd.DataFrame,
     generation_judgments: pd.DataFrame,
     e2e_judgments: pd.DataFrame,
+    traffic_metrics: pd.DataFrame,
+    traffic_judgments: pd.DataFrame,
     warehouse: WarehouseResource,
     baseline: BaselineResource,
     judge_llm: LLMResource,
@@ -86,6 +91,8 @@ def metric_regressions(
         "system_retrieval_metrics": system_retrieval_metrics,
         "generation_judgments": generation_judgments,
         "e2e_judgments": e2e_judgments,
+        "traffic_metrics": traffic_metrics,
+        "traffic_judgments": traffic_judgments,
     }
     identities = {
         "judge": judge_llm.identity,
@@ -93,13 +100,19 @@ def metric_regressions(
         "embedder": embedder.identity,
     }
     current = PartitionScores(
-        version, day, evaluation_scorecard, item_scores(today_tables), identities
+        version,
+        day,
+        evaluation_scorecard,
+        item_scores(today_tables),
+        identities,
+        item_scores(today_tables, SAMPLE_SOURCES),
     )
     chosen = baseline.select(store, version, day)
     previous = None
     if chosen is not None:
         tables = {
-            name: store.read_partition(name, chosen.version, chosen.date) for name in ITEM_SOURCES
+            name: store.read_partition(name, chosen.version, chosen.date)
+            for name in (*ITEM_SOURCES, *SAMPLE_SOURCES)
         }
         previous = PartitionScores(
             chosen.version,
@@ -107,6 +120,7 @@ def metric_regressions(
             chosen.scorecard,
             item_scores(tables),
             baseline_identities(store, chosen.version, chosen.date),
+            item_scores(tables, SAMPLE_SOURCES),
         )
     rule = RegressionRule(config.alpha, config.n_resamples, config.seed)
     verdicts = compare_partitions(current, previous, rule)
