@@ -273,6 +273,25 @@ def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
     assert moved["reason"] == "judge changed (gpt-4o-mini → offline)"
 
 
+def test_a_judge_change_moves_only_the_traffic_tiers_judged_metrics() -> None:
+    def traffic(faithfulness: float, latency: float) -> pd.DataFrame:
+        return card(
+            quality("avg_faithfulness", faithfulness, tier="traffic", system="production"),
+            quality("latency_p95", latency, tier="traffic", system="production"),
+        )
+
+    verdicts = compare_partitions(
+        PartitionScores("v1", "d2", traffic(0.4, 900.0), empty_items(), {"judge": "offline"}),
+        PartitionScores("v1", "d1", traffic(0.9, 400.0), empty_items(), {"judge": "gpt-4o"}),
+        RegressionRule(),
+    )
+    judged = row(verdicts, "production", "avg_faithfulness")
+    assert judged["verdict"] == "not comparable" and not judged["alert"]
+    assert judged["reason"] == "judge changed (gpt-4o → offline)"
+    latency = row(verdicts, "production", "latency_p95")
+    assert latency["verdict"] == "regressed" and latency["alert"]
+
+
 SATISFACTION = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
 USUAL = [0.05, 0.1, 0.15, 0.3, 0.4]  # satisfaction's distribution on an ordinary day
 UNHAPPY = [0.15, 0.2, 0.25, 0.25, 0.15]

@@ -136,6 +136,12 @@ ROLE_TIERS: dict[str, frozenset[str]] = {
         {"tier0_embedding", "tier1_retrieval", "tier2_generation", "tier3_e2e", "ux"}
     ),
 }
+# Tiers only some of whose metrics a model feeds: the traffic tier's judged sample (its
+# latency, errors, cost and feedback come from the logs, whatever the judge).
+ROLE_TIER_METRICS: dict[str, dict[str, frozenset[str]]] = {
+    "judge": {"traffic": frozenset({"avg_faithfulness", "avg_answer_relevance"})},
+    "embedder": {"traffic": frozenset({"avg_context_relevance"})},
+}
 DESCRIPTIVE = re.compile(r"^(n_|num_)|(_count|_sample_size|_volume)$|^total_pairs$")
 METRIC_REGRESSION_COLUMNS = [
     *COMPARISON_IDS,
@@ -179,6 +185,13 @@ class RegressionRule:
     alpha: float = 0.05
     n_resamples: int = 10000
     seed: int = 0
+
+
+def model_feeds(role: str, tier: str, metric: str) -> bool:
+    """Whether the `role` model's output goes into `metric` of `tier` (its change makes the
+    metric incomparable with the baseline)."""
+    partial = ROLE_TIER_METRICS.get(role, {}).get(tier, frozenset())
+    return tier in ROLE_TIERS[role] or metric in partial
 
 
 def is_quality_metric(tier: str, metric: str) -> bool:
@@ -318,7 +331,9 @@ def compare_partitions(
             reason[i] = "no baseline yet (first evaluation)"
             continue
         moved = [
-            f"{role} changed ({ids})" for role, ids in changed.items() if tier in ROLE_TIERS[role]
+            f"{role} changed ({ids})"
+            for role, ids in changed.items()
+            if model_feeds(role, tier, metric)
         ]
         if np.isfinite(base[i]) and not np.isfinite(cur[i]):
             reason[i] = MISSING_TODAY
