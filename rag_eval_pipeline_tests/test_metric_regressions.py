@@ -42,6 +42,8 @@ from rag_eval_pipeline.evaluation.traffic import traffic_items, traffic_quality_
 from rag_eval_pipeline.metrics.stats import permutation_tails
 from rag_eval_pipeline.metrics.traffic import positive_feedback
 from rag_eval_pipeline.reporting.alerting import alert_lines
+from rag_eval_pipeline.reporting.html_report import regressions_html
+from rag_eval_pipeline.storage.warehouse import Baseline
 from rag_eval_pipeline_tests.conftest import (
     SHIPPED_STORAGE,
     evaluation_resources,
@@ -407,6 +409,8 @@ def test_a_real_traffic_shift_regresses_with_a_p_value() -> None:
         )
     line = next(x for x in alert_lines(verdicts[verdicts["alert"]]) if "error_rate" in x)
     assert "(+238.5%; q = " in line and ", n = 400 vs 400)" in line
+    page = regressions_html(verdicts[verdicts["alert"]], Baseline("v1", "d1", card()), [])
+    assert '<td class="num">400 vs 400</td>' in page
 
 
 def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:

@@ -64,11 +64,17 @@ def _optional(row: Any, name: str, template: str) -> str:
     return "" if value is None or pd.isna(value) else template.format(value)
 
 
-def _sample_size(row: Any) -> str:
-    """`, n = <pairs>`, or `, n = <baseline> vs <today>` for an unpaired test's two samples."""
+def sample_size(row: Any) -> str:
+    """`<pairs>`, or `<baseline> vs <today>` for an unpaired test's two samples; "" if unknown."""
     if getattr(row, "test", None) in UNPAIRED_TESTS:
-        return f", n = {row.n_only_baseline} vs {row.n_only_current}"
-    return _optional(row, "n_paired", ", n = {}")
+        return f"{row.n_only_baseline} vs {row.n_only_current}"
+    return _optional(row, "n_paired", "{}")
+
+
+def _sample_size(row: Any) -> str:
+    """`, n = <sample_size>` when there is one."""
+    size = sample_size(row)
+    return f", n = {size}" if size else ""
 
 
 def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:

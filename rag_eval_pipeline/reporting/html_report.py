@@ -32,6 +32,7 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
+from rag_eval_pipeline.reporting.alerting import sample_size
 from rag_eval_pipeline.reporting.escaping import html_text
 from rag_eval_pipeline.storage.warehouse import SCORECARD_ASSET, Baseline, WarehouseStore
 
@@ -583,7 +584,7 @@ def regressions_html(
         f'<td class="num strong">{format_value(r.value)}</td>'
         f'<td class="num delta delta-regressed">{format_change(r.relative_change)}</td>'
         f'<td class="num">{format_value(r.q_value)}</td>'
-        f'<td class="num">{format_count(r.n_paired)}</td>'
+        f'<td class="num">{html_text(sample_size(r))}</td>'
         f'<td class="num">{r.threshold:.0%}</td><td>{html_text(r.reason)}</td></tr>'
         for r in ordered.itertuples()
     ]
@@ -595,7 +596,7 @@ def regressions_html(
         "Now",
         "Change",
         "q",
-        "n paired",
+        "n",
         "Tolerance",
         "Why",
     ]
