@@ -12,8 +12,8 @@ both rules are applied through the project's own code:
 **Lone metric** (the worst case for any multiplicity correction): `--metrics` independent
 metrics, half 0/1, half continuous, and a drop in exactly one of them. 0/1 metric: each item
 has a latent outcome x_i ~ Bernoulli(0.8) (HitRate ≈ 0.8); each day observes x_i flipped with
-probability `--flip` (symmetric per-item flips). Continuous metric: each item has a latent
-quality m_i ~ U(0.4, 1); each day observes clip(m_i + N(0, σ), 0, 1), σ = `--sigma` (judge
+probability f, for each f of `--flips` (symmetric per-item flips). Continuous metric: each
+item has a latent quality m_i ~ U(0.4, 1); each day observes clip(m_i + N(0, σ), 0, 1), σ = `--sigma` (judge
 noise). A true relative drop r: for 0/1, each latent 1 becomes 0 with probability r; for
 continuous, m_i → (1 − r)·m_i. With `--linked K`, the dropped metric has K − 1 companions
 scored on the same items with the same outcomes.
@@ -22,9 +22,10 @@ scored on the same items with the same outcomes.
 SciFact test run shipped in `data/datasets/scifact-test` (300 queries, top 100 documents of a
 reranker, HitRate@5 = 0.67) scored with Tier 1's 20 default metrics for two systems, plus 20
 continuous judge scores as above: 60 tests per partition, as in the pipeline. Day-to-day noise:
-each day adds N(0, `--jitter`) to every retrieval score (index rebuilds, nondeterministic
-inference), which reorders near-tied documents; the default 0.015 makes about 6% of queries
-differ on HitRate@5 between two days, the same as 3% flips a day. A true relative drop r of
+each day adds N(0, j) to every retrieval score, for each j of `--jitters` (index rebuilds,
+nondeterministic inference), which reorders near-tied documents: 0 is a deterministic system;
+0.01 makes 5.7% of queries differ on HitRate@5 between two days, as 3% flips a day do (the
+share is measured and printed). A true relative drop r of
 HitRate@5 in the system under test: each query with a relevant document in its top 5 is
 affected with probability r, and its relevant documents in the top 5 move to random ranks 6–20
 (the retriever demotes them; HitRate@10, MRR, NDCG and the rest move with them, or not, as the
@@ -33,8 +34,8 @@ ranks dictate). The other system and the judge scores are unchanged.
 Printed: the share of no-change partitions with any alert (false alerts) and, for drops of 5%,
 10% and 20%, the share of partitions where the dropped metric is alerted (detection), for
 n = 56 and n = 200 items.
-Usage: ``python benchmarks/regression_power.py [--sims N --metrics M --flip F --sigma S
---jitter J --sizes N...]``.
+Usage: ``python benchmarks/regression_power.py [--sims N --metrics M --flips F... --sigma S
+--jitters J... --sizes N... --linked K --only lone|real]``.
 """
 
 from __future__ import annotations

@@ -275,6 +275,47 @@ def test_missing_today_is_an_alert_and_model_change_is_not() -> None:
     assert moved["reason"] == "judge changed (gpt-4o-mini → offline)"
 
 
+def test_detectable_change_of_a_lower_is_better_continuous_metric() -> None:
+    """Latency-like metric (lower is better) on 100 paired items: the sign-flip test's normal
+    approximation on today's centred changes; unpaired and zero-baseline rows have none."""
+    rng = np.random.default_rng(4)
+    base = rng.uniform(0.2, 0.6, 100)
+    today = base + rng.normal(0.002, 0.02, 100)
+    items = [
+        pd.DataFrame(
+            {
+                "tier": "tier3_e2e",
+                "system": "s",
+                "metric": "avg_latency",
+                "item_id": [f"q{i}" for i in range(100)],
+                "value": values,
+            }
+        )
+        for values in (base, today)
+    ]
+
+    def scorecard(values: np.ndarray, zero: float) -> pd.DataFrame:
+        return card(
+            quality("avg_latency", float(values.mean()), tier="tier3_e2e", system="s"),
+            quality("avg_error", zero, tier="tier3_e2e", system="s"),
+        )
+
+    verdicts = compare_partitions(
+        PartitionScores("v1", "d2", scorecard(today, 0.1), items[1]),
+        PartitionScores("v1", "d1", scorecard(base, 0.0), items[0]),
+        RegressionRule(),
+    )
+    metric = row(verdicts, "s", "avg_latency")
+    assert metric["test"] == "paired sign-flip randomization" and not metric["higher_is_better"]
+    changes = today - base  # worse = higher
+    centred = changes - changes.mean()
+    z = stats.norm.ppf(1 - 0.05)  # one tested metric: the bar is α
+    shift = z * np.sqrt(np.mean(centred**2)) / np.sqrt(100 - z * z)
+    expected = max(shift, 0.05 * base.mean()) / base.mean()
+    assert metric["detectable_change"] == pytest.approx(expected)
+    assert np.isnan(row(verdicts, "s", "avg_error")["detectable_change"])  # baseline 0
+
+
 def test_a_judge_change_moves_only_the_traffic_tiers_judged_metrics() -> None:
     def traffic(faithfulness: float, latency: float) -> pd.DataFrame:
         return card(
@@ -292,6 +333,15 @@ def test_a_judge_change_moves_only_the_traffic_tiers_judged_metrics() -> None:
     assert judged["reason"] == "judge changed (gpt-4o → offline)"
     latency = row(verdicts, "production", "latency_p95")
     assert latency["verdict"] == "regressed" and latency["alert"]
+    embedder = compare_partitions(
+        PartitionScores("v1", "d2", traffic(0.4, 900.0), empty_items(), {"embedder": "e5"}),
+        PartitionScores("v1", "d1", traffic(0.9, 400.0), empty_items(), {"embedder": "minilm"}),
+        RegressionRule(),
+    )
+    assert row(embedder, "production", "avg_faithfulness")["reason"] == (
+        "embedder changed (minilm → e5)"
+    )
+    assert row(embedder, "production", "latency_p95")["verdict"] == "regressed"
 
 
 SATISFACTION = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -411,6 +461,7 @@ def test_a_real_traffic_shift_regresses_with_a_p_value() -> None:
     assert "(+238.5%; q = " in line and ", n = 400 vs 400)" in line
     page = regressions_html(verdicts[verdicts["alert"]], Baseline("v1", "d1", card()), [])
     assert '<td class="num">400 vs 400</td>' in page
+    assert verdicts.loc[verdicts["test"] == FISHER_TEST, "detectable_change"].isna().all()
 
 
 def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from scipy import stats
 from rag_eval_pipeline.metrics.sensitivity import sign_flip_min_shift, sign_test_min_worse
 from rag_eval_pipeline.metrics.stats import paired_randomization_tails
 
+R = 10000  # the regression rule's default resamples
+
 
 def binomtest_min_worse(n_better: int, bar: float, max_worse: int) -> float:
     """The same answer by brute force over scipy's exact binomial test."""
@@ -45,7 +47,7 @@ def test_min_shift_is_where_the_normal_statistic_reaches_z() -> None:
     noise = np.tile([-0.1, 0.1], 50)  # centred, s = 0.1, n = 100
     bar = 0.001
     z = stats.norm.ppf(1 - bar)
-    shift = sign_flip_min_shift(noise, bar)
+    shift = sign_flip_min_shift(noise, bar, R)
     assert shift == pytest.approx(z * 0.1 / math.sqrt(100 - z * z))
     shifted = noise + shift
     assert shifted.sum() / math.sqrt((shifted**2).sum()) == pytest.approx(z)
@@ -53,7 +55,9 @@ def test_min_shift_is_where_the_normal_statistic_reaches_z() -> None:
 
 def test_min_shift_ignores_the_observed_shift() -> None:
     noise = np.random.default_rng(3).normal(0, 0.1, 80)
-    assert sign_flip_min_shift(noise + 0.3, 0.01) == pytest.approx(sign_flip_min_shift(noise, 0.01))
+    assert sign_flip_min_shift(noise + 0.3, 0.01, R) == pytest.approx(
+        sign_flip_min_shift(noise, 0.01, R)
+    )
 
 
 def test_min_shift_brackets_the_randomization_test() -> None:
@@ -63,7 +67,7 @@ def test_min_shift_brackets_the_randomization_test() -> None:
     noise = rng.normal(0, 0.1, 200)
     noise -= noise.mean()
     bar = 0.05 / 20
-    shift = sign_flip_min_shift(noise, bar)
+    shift = sign_flip_min_shift(noise, bar, R)
     for factor, flagged in ((1.25, True), (0.75, False)):
         today = base - noise - factor * shift  # a drop: baseline − today = noise + shift
         p_less, _ = paired_randomization_tails(base, today, n_resamples=40000, seed=0)
@@ -71,7 +75,20 @@ def test_min_shift_brackets_the_randomization_test() -> None:
 
 
 def test_min_shift_edge_cases() -> None:
-    assert sign_flip_min_shift(np.full(50, 0.2), 0.01) == pytest.approx(0.0, abs=1e-12)
-    assert sign_flip_min_shift(np.array([0.1, -0.1, 0.2]), 0.001) == math.inf  # n <= z²
+    assert sign_flip_min_shift(np.full(50, 0.2), 0.01, R) == pytest.approx(0.0, abs=1e-12)
+    assert sign_flip_min_shift(np.array([0.1, -0.1, 0.2]), 0.001, R) == math.inf  # n <= z²
     with pytest.raises(ValueError, match="finite"):
-        sign_flip_min_shift(np.array([0.1, np.nan]), 0.01)
+        sign_flip_min_shift(np.array([0.1, np.nan]), 0.01, R)
+
+
+def test_no_shift_is_detectable_below_the_tests_p_value_floor() -> None:
+    """The Monte-Carlo p-value is never below 1 / (R + 1), and n agreeing signs give 2⁻ⁿ."""
+    noise = np.random.default_rng(5).normal(0, 0.1, 400)
+    bar = 0.05 / 600  # 8.3e-5 < 1 / 10001
+    assert sign_flip_min_shift(noise, bar, R) == math.inf
+    far = np.full(400, 10.0)  # every item 10 worse: the smallest p the test can give
+    assert paired_randomization_tails(far, np.zeros(400), n_resamples=R)[1] >= bar
+    assert sign_flip_min_shift(noise, 0.05 / 60, 1000) == math.inf  # 1/1001 >= 0.00083
+    assert math.isfinite(sign_flip_min_shift(noise, 0.05 / 60, R))
+    nine = np.random.default_rng(6).normal(0, 0.1, 9)
+    assert sign_flip_min_shift(nine, 0.05 / 30, R) == math.inf  # 2⁻⁹ = 0.00195 >= 0.00167

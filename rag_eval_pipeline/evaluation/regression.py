@@ -140,7 +140,10 @@ ROLE_TIERS: dict[str, frozenset[str]] = {
 # latency, errors, cost and feedback come from the logs, whatever the judge).
 ROLE_TIER_METRICS: dict[str, dict[str, frozenset[str]]] = {
     "judge": {"traffic": frozenset({"avg_faithfulness", "avg_answer_relevance"})},
-    "embedder": {"traffic": frozenset({"avg_context_relevance"})},
+    # the offline judge reads embeddings; context relevance is a cosine
+    "embedder": {
+        "traffic": frozenset({"avg_faithfulness", "avg_answer_relevance", "avg_context_relevance"})
+    },
 }
 DESCRIPTIVE = re.compile(r"^(n_|num_)|(_count|_sample_size|_volume)$|^total_pairs$")
 METRIC_REGRESSION_COLUMNS = [
@@ -384,7 +387,7 @@ def compare_partitions(
     detectable = np.full(n, np.nan)
     for i in np.flatnonzero(comparable & (base != 0)):
         detectable[i] = _detectable_change(
-            test[i], tested[i], int(counts[i, 4]), bar, allowed[i]
+            test[i], tested[i], int(counts[i, 4]), bar, allowed[i], rule.n_resamples
         ) / abs(base[i])
     result = pd.DataFrame(
         {
@@ -421,7 +424,12 @@ def compare_partitions(
 
 
 def _detectable_change(
-    test: str, worsening: np.ndarray | None, n_better: int, bar: float, allowed: float
+    test: str,
+    worsening: np.ndarray | None,
+    n_better: int,
+    bar: float,
+    allowed: float,
+    n_resamples: int,
 ) -> float:
     """The smallest change in the bad direction (absolute, in the metric's unit) that the row's
     test could flag alone at p < `bar` given today's noise, and never below the tolerance.
@@ -436,7 +444,7 @@ def _detectable_change(
         worse = sign_test_min_worse(n_better, bar, worsening.size - n_better)
         return max(allowed, (worse - n_better) / worsening.size)
     if test == RANDOMIZATION_TEST and worsening is not None:
-        return max(allowed, sign_flip_min_shift(worsening, bar))
+        return max(allowed, sign_flip_min_shift(worsening, bar, n_resamples))
     return allowed if test == EFFECT_ONLY else math.nan
 
 

@@ -12,9 +12,11 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
   sign-flip randomization test: the smallest shift δ of every paired difference for which
   ``Σ(e_i + δ) / sqrt(Σ(e_i + δ)²) ≥ z`` on average, with ``e`` today's differences centred on
   their mean (the day's noise without its shift) and ``z`` the standard normal quantile at
-  ``1 − bar``. With ``s² = mean(e²)`` this is ``δ = z·s / sqrt(n − z²)``; undetectable
-  (``inf``) when ``n ≤ z²``, and 0 when the differences have no spread (every item moved by
-  the same amount: any shift is significant once n > z²).
+  ``1 − bar``. With ``s² = mean(e²)`` this is ``δ = z·s / sqrt(n − z²)``; 0 when the
+  differences have no spread (every item moved by the same amount). Undetectable (``inf``)
+  when the test cannot produce a p-value under the bar at all: ``n ≤ z²``, or its floor
+  ``max(2⁻ⁿ, 1 / (n_resamples + 1))`` (all n signs agreeing; the Monte-Carlo p-value's
+  smallest value) is not below the bar.
 """
 
 from __future__ import annotations
@@ -54,9 +56,10 @@ def sign_test_min_worse(n_better: int, bar: float, max_worse: int) -> float:
     return float(high)
 
 
-def sign_flip_min_shift(differences: ArrayLike, bar: float) -> float:
-    """Smallest shift of the paired differences that the one-sided sign-flip test would flag
-    at p < `bar` (normal approximation, see the module docstring); ``inf`` when n ≤ z²."""
+def sign_flip_min_shift(differences: ArrayLike, bar: float, n_resamples: int) -> float:
+    """Smallest shift of the paired differences that the one-sided sign-flip test with
+    `n_resamples` random sign vectors would flag at p < `bar` (normal approximation, see the
+    module docstring); ``inf`` when no shift can be flagged."""
     d = np.asarray(differences, dtype=np.float64)
     if d.ndim != 1 or not np.isfinite(d).all():
         raise ValueError("differences must be a 1-D array of finite values")
@@ -64,7 +67,7 @@ def sign_flip_min_shift(differences: ArrayLike, bar: float) -> float:
         raise ValueError(f"bar must be in (0, 1), got {bar}")
     z = NormalDist().inv_cdf(1.0 - bar)
     n = d.size
-    if n <= z * z:
+    if n <= z * z or max(2.0**-n, 1.0 / (n_resamples + 1)) >= bar:
         return math.inf
     centred = d - d.mean()
     spread = math.sqrt(float(np.mean(centred * centred)))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from statistics import NormalDist
 
 import numpy as np
@@ -210,6 +210,18 @@ def _sign_flip_sums(differences: np.ndarray, n_resamples: int, seed: int) -> Ite
         yield signs @ differences
 
 
+def _tail_counts(
+    chunks: Iterable[np.ndarray], observed: float, tolerance: float
+) -> tuple[int, int]:
+    """How many resampled statistics are at most / at least the observed one (within the
+    tolerance, so equal values summed in another order count as ties)."""
+    less = greater = 0
+    for values in chunks:
+        less += int(np.count_nonzero(values <= observed + tolerance))
+        greater += int(np.count_nonzero(values >= observed - tolerance))
+    return less, greater
+
+
 def paired_randomization_tails(
     a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10000, seed: int = 0
 ) -> tuple[float, float]:
@@ -225,10 +237,9 @@ def paired_randomization_tails(
         return (float("nan"), float("nan"))
     observed = differences.sum()
     tolerance = 1e-9 * np.abs(differences).sum()
-    less = greater = 0
-    for flipped in _sign_flip_sums(differences, n_resamples, seed):
-        less += int(np.count_nonzero(flipped <= observed + tolerance))
-        greater += int(np.count_nonzero(flipped >= observed - tolerance))
+    less, greater = _tail_counts(
+        _sign_flip_sums(differences, n_resamples, seed), observed, tolerance
+    )
     return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
 
 
@@ -327,8 +338,8 @@ def permutation_tails(
     statistic is at most the observed one, ``p_greater`` those at least it, with a tolerance of
     ``1e-9 · Σ|pooled|`` so that equal values summed in another order count as ties: as
     ``scipy.stats.permutation_test((a, b), lambda a, b: mean(b) - mean(a),
-    permutation_type="independent", alternative="less" / "greater")``. Both tails come from
-    the same splits.
+    permutation_type="independent", alternative="less" / "greater")`` up to that tie
+    tolerance (looser than scipy's). Both tails come from the same splits.
 
     * When the ``C(n, n_a)`` distinct splits number at most ``n_resamples``, each is enumerated
       once and ``p = count / C(n, n_a)``, exactly (the observed split is one of them).
@@ -365,10 +376,7 @@ def permutation_tails(
     chunks = (
         [_split_sums(pooled, n_b)] if exact else _random_split_sums(pooled, n_b, n_resamples, seed)
     )
-    less = greater = 0
-    for sums in chunks:
-        less += int(np.count_nonzero(sums <= observed + tolerance))
-        greater += int(np.count_nonzero(sums >= observed - tolerance))
+    less, greater = _tail_counts(chunks, observed, tolerance)
     if exact:
         return (less / n_splits, greater / n_splits)
     return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))

@@ -71,7 +71,7 @@ def sample_size(row: Any) -> str:
     return _optional(row, "n_paired", "{}")
 
 
-def _sample_size(row: Any) -> str:
+def _sample_size_suffix(row: Any) -> str:
     """`, n = <sample_size>` when there is one."""
     size = sample_size(row)
     return f", n = {size}" if size else ""
@@ -80,7 +80,7 @@ def _sample_size(row: Any) -> str:
 def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
     """`metric: baseline → current (change; q, n)` for one alerted row, values escaped."""
     reason = getattr(row, "reason", "")
-    details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size(row)
+    details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size_suffix(row)
     if reason == MISSING_TODAY:
         return f"{escape(row.metric)}: {row.baseline_value:.4f} → missing today"
     outage = f" — {escape(reason)}" if str(reason).startswith(OUTAGE) else ""

@@ -507,7 +507,7 @@ def detectable_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str,
 
 def format_detectable(relative: float) -> str:
     """The smallest flaggable change (`≥ 12.5%`), `none at this n` when no change can be
-    flagged, `—` when the metric was not compared."""
+    flagged, `—` when it is not computed (not compared, an unpaired test, a zero baseline)."""
     if math.isnan(relative):
         return "—"
     return "none at this n" if math.isinf(relative) else f"≥ {relative * 100:.1f}%"
@@ -825,7 +825,9 @@ def render_report(data: ReportData) -> str:
         "bands, and the headline metrics. Δ is the relative change against the baseline; "
         "Detectable the smallest change in the bad direction this comparison could have "
         "flagged on its own, given the number of items, today's noise and the metrics tested "
-        "(Benjamini–Hochberg's bar α / m): a smaller drop reads as no significant change."
+        "(Benjamini–Hochberg's bar α / m): a smaller drop reads as no significant change "
+        "(— where it is not computed: no comparison, an unpaired traffic test, a zero "
+        "baseline)."
         "</p>"
         f"{summary}</section>",
         f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
