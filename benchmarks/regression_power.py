@@ -13,10 +13,10 @@ both rules are applied through the project's own code:
 metrics, half 0/1, half continuous, and a drop in exactly one of them. 0/1 metric: each item
 has a latent outcome x_i ~ Bernoulli(0.8) (HitRate ≈ 0.8); each day observes x_i flipped with
 probability f, for each f of `--flips` (symmetric per-item flips). Continuous metric: each
-item has a latent quality m_i ~ U(0.4, 1); each day observes clip(m_i + N(0, σ), 0, 1), σ = `--sigma` (judge
-noise). A true relative drop r: for 0/1, each latent 1 becomes 0 with probability r; for
-continuous, m_i → (1 − r)·m_i. With `--linked K`, the dropped metric has K − 1 companions
-scored on the same items with the same outcomes.
+item has a latent quality m_i ~ U(0.4, 1); each day observes clip(m_i + N(0, σ), 0, 1),
+σ = `--sigma` (judge noise). A true relative drop r: for 0/1, each latent 1 becomes 0 with
+probability r; for continuous, m_i → (1 − r)·m_i. With `--linked K`, the dropped metric has
+K − 1 companions scored on the same items with the same outcomes.
 
 **Retrieval regression on real rankings** (what a partition of this pipeline holds): the real
 SciFact test run shipped in `data/datasets/scifact-test` (300 queries, top 100 documents of a
