@@ -169,7 +169,8 @@ def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
 
     for run_id in fail_runs_of_dead_owners(instance):
         print(
-            f"run {run_id} was left unfinished by a rag-eval process that ended: marked failed",
+            f"run {run_id} was left unfinished by a process that ended (a rag-eval run or a "
+            "run worker): marked failed",
             file=sys.stderr,
         )
 

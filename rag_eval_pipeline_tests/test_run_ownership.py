@@ -6,6 +6,7 @@ fails the orphaned run and launches the queued one, or the next `rag-eval run` f
 it queues a `--from/--to` backfill. Every wait is bounded.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -24,6 +25,7 @@ from dagster import (
     DagsterInstance,
     DagsterRun,
     DagsterRunStatus,
+    RunsFilter,
     SkipReason,
     asset,
     build_sensor_context,
@@ -35,6 +37,7 @@ from filelock import FileLock
 
 from rag_eval_pipeline.cli import build_parser, main
 from rag_eval_pipeline.definitions import defs
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 from rag_eval_pipeline.defs.run_ownership import (
     RunOwner,
     dead_owner_run_sensor,
@@ -99,7 +102,7 @@ def test_a_live_owners_started_run_is_left_alone(dagster_instance: DagsterInstan
     seen = SEEN_FROM_A_RUN
     assert seen["status"] == DagsterRunStatus.STARTED and seen["failed"] == []
     assert isinstance(seen["sensor"], SkipReason)
-    assert seen["sensor"].skip_message == "No run of an ended rag-eval process."
+    assert seen["sensor"].skip_message == "No run of an ended process."
 
 
 @pytest.mark.parametrize(
@@ -292,6 +295,93 @@ def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
             and event.dagster_event_type == DagsterEventType.STEP_START
         }
     assert len(step_pids) == 1, f"the launched run's steps ran in {step_pids}: not one process"
+
+
+def start_daemon(data_dir: Path, home: Path, log_name: str) -> subprocess.Popen[bytes]:
+    """`dagster-daemon run` on the deployment, in its own process group, logging to a file."""
+    with (data_dir / log_name).open("wb") as sink:
+        return subprocess.Popen(
+            [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            env=deployment_env(data_dir, home),
+            cwd=PROJECT_ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def test_a_daemon_run_left_by_a_dead_deployment_is_failed_by_the_next_daemon(
+    deployment: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backfill of two partitions, one run at a time. Mid-step of the first run, the whole
+    deployment dies (daemon, code server and run worker SIGKILLed, as in a reboot or a killed
+    `dagster dev`): no Dagster process is left to notice, and the run stays STARTED. Its worker
+    claimed it when it created the IO manager, so the next daemon's `dead_owner_run_sensor`
+    fails it, and the queue launches the second run."""
+    data_dir, home = deployment
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with DagsterInstance.get() as instance:  # its schema, created once before two processes
+        instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+    queued = subprocess.run(
+        [
+            str(BIN / "dagster"),
+            "job",
+            "backfill",
+            "-w",
+            "workspace.yaml",
+            "-j",
+            "evaluation_job",
+            "--partitions",
+            ",".join(f"{VERSION}|{day}" for day in (KILLED_DATE, QUEUED_DATE)),
+            "--noprompt",
+        ],
+        env=deployment_env(data_dir, home),
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+
+    def claimed_mid_step() -> tuple[DagsterRun, RunOwner] | None:
+        with DagsterInstance.get() as instance:
+            for run in instance.get_runs(filters=RunsFilter(statuses=[DagsterRunStatus.STARTED])):
+                owner = RunOwner.from_tags(dict(run.tags))
+                if owner is not None and instance.all_logs(
+                    run.run_id, of_type=DagsterEventType.STEP_START
+                ):
+                    return run, owner
+        return None
+
+    first = start_daemon(data_dir, home, "daemon-1.log")
+    try:
+        found = wait_for(claimed_mid_step, "a launched run's worker to claim it and start a step")
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=60)
+    assert isinstance(found, tuple)
+    victim, worker = found
+    assert worker.pid not in (os.getpid(), first.pid)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(worker.pid, signal.SIGKILL)  # in case the worker left the daemon's group
+    wait_for(lambda: worker.is_dead(), "the run worker to be gone")
+    assert run_status(victim.run_id) == DagsterRunStatus.STARTED  # nobody left to notice
+    with DagsterInstance.get() as instance:
+        (other,) = [run for run in instance.get_runs() if run.run_id != victim.run_id]
+    second = start_daemon(data_dir, home, "daemon-2.log")
+    try:
+        wait_for(
+            lambda: (
+                run_status(other.run_id) in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
+            ),
+            "the next daemon to fail the dead worker's run and finish the queued one",
+        )
+    finally:
+        stop_process_group(second)
+    log = (data_dir / "daemon-2.log").read_text(errors="replace")
+    assert run_status(victim.run_id) == DagsterRunStatus.FAILURE, log
+    assert f"pid {worker.pid} " in failure_message(victim.run_id)
+    assert run_status(other.run_id) == DagsterRunStatus.SUCCESS, log
 
 
 def test_the_next_cli_fails_a_killed_run_and_queues_a_date_range_backfill(

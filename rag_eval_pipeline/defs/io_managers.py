@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from dagster import (
     ConfigurableIOManagerFactory,
+    InitResourceContext,
     InputContext,
     MetadataValue,
     OutputContext,
@@ -21,6 +22,7 @@ from dagster import (
 from pydantic import Field
 from upath import UPath
 
+from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
@@ -80,5 +82,8 @@ class ParquetIOManagerResource(ConfigurableIOManagerFactory):
     base_path: str = WAREHOUSE_URL
     storage_options: dict[str, Any] = Field(default_factory=dict)
 
-    def create_io_manager(self, context: Any) -> ParquetIOManager:
+    def create_io_manager(self, context: InitResourceContext) -> ParquetIOManager:
+        """The IO manager of a run's worker; every step stores through it, so this is also where
+        the run is claimed by the process executing it (`run_ownership.claim_run`)."""
+        claim_run(context.instance, context.run_id)
         return ParquetIOManager(base_path=UPath(self.base_path, **self.storage_options))

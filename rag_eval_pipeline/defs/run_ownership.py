@@ -1,11 +1,16 @@
-"""Runs that `rag-eval run` executes in its own process name their owner; a dead owner's runs fail.
+"""Every run names the process that executes it; a dead owner's unfinished runs fail.
 
 `rag-eval run` executes each partition's run in process, so no run launcher watches it: a CLI
 killed mid-run (SIGKILL, OOM, Ctrl-C twice) would leave its run STARTED forever, and with the
 run queue's `max_concurrent_runs` such runs block every scheduled, sensor, backfill and UI run.
-Every CLI run is therefore tagged with its owner process (host, pid and the process's start
-time, so a recycled pid is not mistaken for the owner), and a run whose owner on this host is
-gone is reported failed through the instance:
+A run the daemon launches has the same problem when its run worker dies: Dagster's default run
+launcher has no worker health check, so run monitoring would only fail it after
+`max_runtime_seconds`. Every run is therefore tagged with its owner process (host, pid and the
+process's start time, so a recycled pid is not mistaken for the owner): a CLI run when it is
+created, any other run by its run worker when the worker creates the IO manager
+(`claim_run`; the code location's only executor is the in-process one, so that process runs
+every step of the run). A run whose owner on this host is gone is reported failed through the
+instance:
 
 - by `rag-eval run` itself before it starts its own runs, and
 - by `dead_owner_run_sensor` in the daemon every 30 seconds, so the queue is unblocked even when
@@ -108,6 +113,17 @@ class RunOwner:
         return bool(self.started) and process_start_time(self.pid) not in ("", self.started)
 
 
+def claim_run(instance: DagsterInstance | None, run_id: str | None) -> None:
+    """Tag run `run_id` with this process as its owner, unless it already names one (a run
+    of `rag-eval run`, or claimed before); no-op outside a run."""
+    if instance is None or not run_id:
+        return
+    run = instance.get_run_by_id(run_id)
+    if run is None or RunOwner.from_tags(dict(run.tags)) is not None:
+        return
+    instance.add_run_tags(run_id, RunOwner.current().tags())
+
+
 def runs_of_dead_owners(instance: DagsterInstance) -> list[tuple[DagsterRun, RunOwner]]:
     """Unfinished runs owned by a process of this host that has ended."""
     runs = instance.get_runs(
@@ -128,9 +144,9 @@ def fail_runs_of_dead_owners(instance: DagsterInstance) -> list[str]:
         instance.report_run_failed(
             run,
             message=(
-                f"The process that executed this run in process (pid {owner.pid} on {owner.host}, "
-                "a `rag-eval run`) ended before the run did; marked failed so the run queue "
-                "no longer counts it as in progress."
+                f"The process that executed this run (pid {owner.pid} on {owner.host}: a "
+                "`rag-eval run` or a run worker) ended before the run did; marked failed so the "
+                "run queue no longer counts it as in progress."
             ),
         )
         failed.append(run.run_id)
@@ -141,14 +157,14 @@ def fail_runs_of_dead_owners(instance: DagsterInstance) -> list[str]:
     minimum_interval_seconds=30,
     default_status=DefaultSensorStatus.RUNNING,
     description=(
-        "Marks failed the runs a `rag-eval run` process on this host executed in process and "
-        "left unfinished when it died, so they stop counting against max_concurrent_runs."
+        "Marks failed the runs whose process on this host (a `rag-eval run` or a run worker) "
+        "died before they ended, so they stop counting against max_concurrent_runs."
     ),
 )
 def dead_owner_run_sensor(context: SensorEvaluationContext) -> SkipReason:
     failed = fail_runs_of_dead_owners(context.instance)
     for run_id in failed:
-        context.log.warning(f"Run {run_id} lost its rag-eval process: marked failed.")
+        context.log.warning(f"Run {run_id} lost its process: marked failed.")
     if failed:
-        return SkipReason(f"Marked {len(failed)} run(s) of ended rag-eval processes failed.")
-    return SkipReason("No run of an ended rag-eval process.")
+        return SkipReason(f"Marked {len(failed)} run(s) of ended processes failed.")
+    return SkipReason("No run of an ended process.")
