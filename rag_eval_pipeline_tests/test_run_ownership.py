@@ -234,69 +234,6 @@ def killed(
     return data_dir, home, run_killed_mid_step(data_dir, home)
 
 
-def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
-    killed: tuple[Path, Path, DagsterRun],
-) -> None:
-    data_dir, home, orphan = killed
-    env = deployment_env(data_dir, home)
-    queued = subprocess.run(
-        [
-            str(BIN / "dagster"),
-            "job",
-            "backfill",
-            "-w",
-            "workspace.yaml",
-            "-j",
-            "evaluation_job",
-            "--partitions",
-            f"{VERSION}|{QUEUED_DATE}",
-            "--noprompt",
-        ],
-        env=env,
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-    )
-    assert queued.returncode == 0, queued.stdout + queued.stderr
-    with DagsterInstance.get() as instance:
-        (waiting,) = [run for run in instance.get_runs() if run.run_id != orphan.run_id]
-    assert waiting.status == DagsterRunStatus.QUEUED
-    assert run_status(orphan.run_id) == DagsterRunStatus.STARTED
-
-    daemon_log = data_dir / "daemon.log"
-    with daemon_log.open("wb") as sink:
-        daemon = subprocess.Popen(
-            [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-            env=env,
-            cwd=PROJECT_ROOT,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        wait_for(
-            lambda: (
-                run_status(waiting.run_id) in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
-            ),
-            "the daemon to launch and finish the queued run",
-        )
-    finally:
-        stop_process_group(daemon)
-    log = daemon_log.read_text(errors="replace")
-    assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE, log
-    assert f"pid {orphan.tags['rag_eval/owner_pid']} " in failure_message(orphan.run_id)
-    assert run_status(waiting.run_id) == DagsterRunStatus.SUCCESS, log
-    with DagsterInstance.get() as instance:
-        step_pids = {
-            event.dagster_event.pid
-            for event in instance.all_logs(waiting.run_id)
-            if event.dagster_event is not None
-            and event.dagster_event_type == DagsterEventType.STEP_START
-        }
-    assert len(step_pids) == 1, f"the launched run's steps ran in {step_pids}: not one process"
-
-
 def start_daemon(data_dir: Path, home: Path, log_name: str) -> subprocess.Popen[bytes]:
     """`dagster-daemon run` on the deployment, in its own process group, logging to a file."""
     with (data_dir / log_name).open("wb") as sink:
@@ -308,6 +245,72 @@ def start_daemon(data_dir: Path, home: Path, log_name: str) -> subprocess.Popen[
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+def daemon_recovers(
+    data_dir: Path, home: Path, orphan_id: str, orphan_pid: str, waiting: DagsterRun
+) -> None:
+    """Run a daemon until `waiting` has ended; assert that the orphaned run was failed with its
+    dead owner's pid in the message, and that `waiting` succeeded."""
+    daemon = start_daemon(data_dir, home, "daemon.log")
+    try:
+        wait_for(
+            lambda: (
+                run_status(waiting.run_id) in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
+            ),
+            "the daemon to fail the orphaned run, then launch and finish the queued one",
+        )
+    finally:
+        stop_process_group(daemon)
+    log = (data_dir / "daemon.log").read_text(errors="replace")
+    assert run_status(orphan_id) == DagsterRunStatus.FAILURE, log
+    assert f"pid {orphan_pid} " in failure_message(orphan_id)
+    assert run_status(waiting.run_id) == DagsterRunStatus.SUCCESS, log
+
+
+def queue_backfill(data_dir: Path, home: Path, dates: list[str]) -> None:
+    """Queue `evaluation_job` for `VERSION` on `dates` with `dagster job backfill`."""
+    queued = subprocess.run(
+        [
+            str(BIN / "dagster"),
+            "job",
+            "backfill",
+            "-w",
+            "workspace.yaml",
+            "-j",
+            "evaluation_job",
+            "--partitions",
+            ",".join(f"{VERSION}|{day}" for day in dates),
+            "--noprompt",
+        ],
+        env=deployment_env(data_dir, home),
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=WAIT_S,
+    )
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+
+
+def test_the_daemon_fails_a_killed_cli_run_and_launches_the_queued_one(
+    killed: tuple[Path, Path, DagsterRun],
+) -> None:
+    data_dir, home, orphan = killed
+    queue_backfill(data_dir, home, [QUEUED_DATE])
+    with DagsterInstance.get() as instance:
+        (waiting,) = [run for run in instance.get_runs() if run.run_id != orphan.run_id]
+    assert waiting.status == DagsterRunStatus.QUEUED
+    assert run_status(orphan.run_id) == DagsterRunStatus.STARTED
+
+    daemon_recovers(data_dir, home, orphan.run_id, orphan.tags["rag_eval/owner_pid"], waiting)
+    with DagsterInstance.get() as instance:
+        step_pids = {
+            event.dagster_event.pid
+            for event in instance.all_logs(waiting.run_id)
+            if event.dagster_event is not None
+            and event.dagster_event_type == DagsterEventType.STEP_START
+        }
+    assert len(step_pids) == 1, f"the launched run's steps ran in {step_pids}: not one process"
 
 
 def test_a_daemon_run_left_by_a_dead_deployment_is_failed_by_the_next_daemon(
@@ -322,26 +325,7 @@ def test_a_daemon_run_left_by_a_dead_deployment_is_failed_by_the_next_daemon(
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with DagsterInstance.get() as instance:  # its schema, created once before two processes
         instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
-    queued = subprocess.run(
-        [
-            str(BIN / "dagster"),
-            "job",
-            "backfill",
-            "-w",
-            "workspace.yaml",
-            "-j",
-            "evaluation_job",
-            "--partitions",
-            ",".join(f"{VERSION}|{day}" for day in (KILLED_DATE, QUEUED_DATE)),
-            "--noprompt",
-        ],
-        env=deployment_env(data_dir, home),
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_S,
-    )
-    assert queued.returncode == 0, queued.stdout + queued.stderr
+    queue_backfill(data_dir, home, [KILLED_DATE, QUEUED_DATE])
 
     def claimed_mid_step() -> tuple[DagsterRun, RunOwner] | None:
         with DagsterInstance.get() as instance:
@@ -353,7 +337,7 @@ def test_a_daemon_run_left_by_a_dead_deployment_is_failed_by_the_next_daemon(
                     return run, owner
         return None
 
-    first = start_daemon(data_dir, home, "daemon-1.log")
+    first = start_daemon(data_dir, home, "daemon-killed.log")
     try:
         found = wait_for(claimed_mid_step, "a launched run's worker to claim it and start a step")
     finally:
@@ -368,20 +352,7 @@ def test_a_daemon_run_left_by_a_dead_deployment_is_failed_by_the_next_daemon(
     assert run_status(victim.run_id) == DagsterRunStatus.STARTED  # nobody left to notice
     with DagsterInstance.get() as instance:
         (other,) = [run for run in instance.get_runs() if run.run_id != victim.run_id]
-    second = start_daemon(data_dir, home, "daemon-2.log")
-    try:
-        wait_for(
-            lambda: (
-                run_status(other.run_id) in (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE)
-            ),
-            "the next daemon to fail the dead worker's run and finish the queued one",
-        )
-    finally:
-        stop_process_group(second)
-    log = (data_dir / "daemon-2.log").read_text(errors="replace")
-    assert run_status(victim.run_id) == DagsterRunStatus.FAILURE, log
-    assert f"pid {worker.pid} " in failure_message(victim.run_id)
-    assert run_status(other.run_id) == DagsterRunStatus.SUCCESS, log
+    daemon_recovers(data_dir, home, victim.run_id, str(worker.pid), other)
 
 
 def test_the_next_cli_fails_a_killed_run_and_queues_a_date_range_backfill(

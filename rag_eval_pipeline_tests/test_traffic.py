@@ -115,12 +115,13 @@ def expected_day(logs: list[dict], day: str) -> dict[str, float]:
     }
 
 
-def test_three_days_of_logs_make_three_daily_partitions(
-    dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
-) -> None:
-    logs = three_days_of_logs()
+def traffic_deployment(
+    instance: DagsterInstance, embedder: Embedder, tmp_path: Path, logs: list[dict]
+) -> tuple[dict, dict]:
+    """Write the version with `logs`, register it, and return the resources and the run config
+    (the timezone and judged sample size) that materialize its traffic tier."""
     write_dataset(tmp_path / "datasets", logs)
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
+    instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
     resources = evaluation_resources(
         tmp_path, embedder, datasets=DatasetsResource(root=str(tmp_path / "datasets"))
     )
@@ -130,6 +131,14 @@ def test_three_days_of_logs_make_three_daily_partitions(
             "traffic_judgments": {"config": {"timezone": TIMEZONE, "sample_size": SAMPLE}},
         }
     }
+    return resources, run_config
+
+
+def test_three_days_of_logs_make_three_daily_partitions(
+    dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
+) -> None:
+    logs = three_days_of_logs()
+    resources, run_config = traffic_deployment(dagster_instance, embedder, tmp_path, logs)
     seen = set()
     for day in DAYS:
         result = materialize(
@@ -175,17 +184,9 @@ def test_three_days_of_logs_make_three_daily_partitions(
 def test_two_days_of_traffic_are_tested_unpaired_against_each_other(
     dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
 ) -> None:
-    write_dataset(tmp_path / "datasets", three_days_of_logs())
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
-    resources = evaluation_resources(
-        tmp_path, embedder, datasets=DatasetsResource(root=str(tmp_path / "datasets"))
+    resources, run_config = traffic_deployment(
+        dagster_instance, embedder, tmp_path, three_days_of_logs()
     )
-    run_config = {
-        "ops": {
-            "traffic_metrics": {"config": {"timezone": TIMEZONE}},
-            "traffic_judgments": {"config": {"timezone": TIMEZONE, "sample_size": SAMPLE}},
-        }
-    }
     for day in DAYS[:2]:
         result = materialize(
             ALL_ASSETS,
