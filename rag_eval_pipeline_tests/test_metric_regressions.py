@@ -32,6 +32,7 @@ from rag_eval_pipeline.evaluation.regression import (
     EFFECT_ONLY,
     FISHER_TEST,
     PERMUTATION_TEST,
+    QUANTILE_TEST,
     PartitionScores,
     RegressionRule,
     compare_partitions,
@@ -397,6 +398,40 @@ def traffic_day(
     samples = item_scores(tables, SAMPLE_SOURCES) if unpaired else None
     scores = PartitionScores("v1", day, scorecard, empty_items(), samples=samples)
     return TrafficDay(scores, satisfaction, values["error"].to_numpy(), faithfulness)
+
+
+def test_one_slow_interaction_is_not_a_latency_regression() -> None:
+    """A day with one interaction at 1,200 ms after one at 900 ms: p95 is +33%, but one value
+    a day is no evidence (quantile test p = 0.5); the effect rule alone would page."""
+
+    def day(date: str, latency: float, unpaired: bool) -> PartitionScores:
+        scorecard = card(quality("latency_p95_ms", latency, tier="traffic", system="production"))
+        sample = pd.DataFrame(
+            {
+                "tier": "traffic",
+                "system": "production",
+                "metric": "latency_p95_ms",
+                "item_id": ["log-1"],
+                "value": [latency],
+            }
+        )
+        return PartitionScores(
+            "v1", date, scorecard, empty_items(), samples=sample if unpaired else None
+        )
+
+    tested = row(
+        compare_partitions(day("d2", 1200.0, True), day("d1", 900.0, True), RegressionRule()),
+        "production",
+        "latency_p95_ms",
+    )
+    assert tested["test"] == QUANTILE_TEST and tested["p_value"] == pytest.approx(0.5)
+    assert tested["verdict"] == "no significant change" and not tested["alert"]
+    effect_only = row(
+        compare_partitions(day("d2", 1200.0, False), day("d1", 900.0, False), RegressionRule()),
+        "production",
+        "latency_p95_ms",
+    )
+    assert effect_only["test"] == EFFECT_ONLY and effect_only["verdict"] == "regressed"
 
 
 def test_a_chance_dip_of_20_interactions_is_not_a_traffic_regression() -> None:

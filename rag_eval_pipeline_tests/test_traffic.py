@@ -25,9 +25,18 @@ from rag_eval_pipeline.defs.traffic.assets import (
     traffic_quality,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.regression import EFFECT_ONLY, FISHER_TEST, PERMUTATION_TEST
+from rag_eval_pipeline.evaluation.regression import (
+    EFFECT_ONLY,
+    FISHER_TEST,
+    PERMUTATION_TEST,
+    QUANTILE_TEST,
+)
 from rag_eval_pipeline.evaluation.traffic import judged_sample
-from rag_eval_pipeline.metrics.stats import fisher_exact_tails, permutation_tails
+from rag_eval_pipeline.metrics.stats import (
+    fisher_exact_tails,
+    permutation_tails,
+    quantile_exceedance_tails,
+)
 from rag_eval_pipeline.metrics.traffic import (
     local_dates,
     positive_feedback,
@@ -238,8 +247,17 @@ def test_two_days_of_traffic_are_tested_unpaired_against_each_other(
         assert np.isfinite(verdict["q_value"])
     assert traffic.loc["error_rate", "test"] == FISHER_TEST
     assert traffic.loc["avg_cost_usd", "test"] == PERMUTATION_TEST
-    effect_only = traffic.loc[["volume", "latency_p95_ms", "total_cost_usd"], "test"]
+    effect_only = traffic.loc[["volume", "total_cost_usd"], "test"]
     assert (effect_only == EFFECT_ONLY).all()
+    base, cur = values(DAYS[0], "latency_ms"), values(DAYS[1], "latency_ms")
+    for metric, quantile in (("latency_p50_ms", 0.5), ("latency_p95_ms", 0.95)):
+        verdict = traffic.loc[metric]
+        assert verdict["test"] == QUANTILE_TEST and not verdict["higher_is_better"]
+        assert (verdict["n_only_baseline"], verdict["n_only_current"]) == (base.size, cur.size)
+        assert verdict["baseline_value"] == pytest.approx(np.percentile(base, quantile * 100))
+        p_less, p_greater = quantile_exceedance_tails(base, cur, quantile)
+        bad = verdict["value"] > verdict["baseline_value"]
+        assert verdict["p_value"] == pytest.approx(p_greater if bad else p_less, rel=1e-12)
 
 
 def test_satisfaction_from_thumbs_and_ratings_by_hand() -> None:

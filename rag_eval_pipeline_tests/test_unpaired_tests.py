@@ -118,3 +118,55 @@ def test_fisher_needs_0_1_values_and_two_samples() -> None:
         pytest.approx(1 / 252),
     )
     assert np.isnan(fisher_exact_tails([], [1.0])).all()
+
+
+def exceedance_table(a: np.ndarray, b: np.ndarray, q: float) -> list[list[int]]:
+    """[[b above, b not above], [a above, a not above]] the pooled q-quantile (numpy linear)."""
+    threshold = np.quantile(np.concatenate([a, b]), q)
+    above_a, above_b = int((a > threshold).sum()), int((b > threshold).sum())
+    return [[above_b, b.size - above_b], [above_a, a.size - above_a]]
+
+
+def test_median_exceedance_table_is_scipys_median_test_table() -> None:
+    rng = np.random.default_rng(8)
+    a, b = rng.integers(0, 30, 41).astype(float), rng.integers(5, 35, 37).astype(float)
+    *_, table = stats.median_test(a, b, ties="below")  # rows above / below, columns a, b
+    assert exceedance_table(a, b, 0.5) == [
+        [table[0][1], table[1][1]],
+        [table[0][0], table[1][0]],
+    ]
+    p_less, p_greater = ours.quantile_exceedance_tails(a, b, 0.5)
+    assert p_less == pytest.approx(
+        stats.fisher_exact(exceedance_table(a, b, 0.5), alternative="less").pvalue, rel=1e-9
+    )
+    assert p_greater == pytest.approx(
+        stats.fisher_exact(exceedance_table(a, b, 0.5), alternative="greater").pvalue, rel=1e-9
+    )
+
+
+@pytest.mark.parametrize("q", [0.5, 0.95, 0.99])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_quantile_exceedance_equals_scipy_fisher_on_the_exceedance_table(
+    q: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(6.0, 0.5, 300)
+    b = np.concatenate([rng.lognormal(6.0, 0.5, 250), rng.lognormal(6.8, 0.5, 30)])
+    table = exceedance_table(a, b, q)
+    expected = [stats.fisher_exact(table, alternative=alt).pvalue for alt in ("less", "greater")]
+    np.testing.assert_allclose(ours.quantile_exceedance_tails(a, b, q), expected, rtol=1e-9)
+
+
+def test_a_slower_tail_is_found_and_one_value_a_day_proves_nothing() -> None:
+    rng = np.random.default_rng(3)
+    usual = rng.lognormal(6.0, 0.3, 400)
+    slow_tail = np.concatenate([rng.lognormal(6.0, 0.3, 340), rng.lognormal(7.5, 0.2, 60)])
+    assert ours.quantile_exceedance_tails(usual, slow_tail, 0.95)[1] < 1e-6
+    assert ours.quantile_exceedance_tails([900.0], [1200.0], 0.95) == pytest.approx((1.0, 0.5))
+
+
+def test_quantile_exceedance_edge_cases() -> None:
+    assert ours.quantile_exceedance_tails([5.0, 5.0], [5.0], 0.95) == (1.0, 1.0)
+    assert all(np.isnan(ours.quantile_exceedance_tails([], [1.0], 0.5)))
+    with pytest.raises(ValueError, match="q must be"):
+        ours.quantile_exceedance_tails([1.0], [2.0], 1.0)

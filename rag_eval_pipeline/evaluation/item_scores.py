@@ -10,14 +10,16 @@ an error row. Two registries convert per-item assets to it:
   tests): the traffic tier, whose items (the day's interactions, and the judged sample of
   them) differ from one day to the next. Its interaction metrics become the scorecard's means
   (`error` → `error_rate`, `cost_usd` → `avg_cost_usd`, `satisfaction` → `avg_satisfaction`,
-  `positive_feedback` → `positive_feedback_rate`) and its judgments the `avg_*` judge metrics.
+  `positive_feedback` → `positive_feedback_rate`), its latencies the latency percentiles
+  (`latency_ms` → `latency_p50_ms`, `_p95_ms`, `_p99_ms`, and the same for retrieval and
+  generation), and its judgments the `avg_*` judge metrics.
 
 The `metric_regressions` asset reads every asset named in either, today's as inputs and the
 baseline's from the warehouse. To let a new tier's metrics be tested per item, write its
 per-item table as an asset, add `"<asset name>": <function turning it into this layout>` to the
 registry that fits, and add the asset as an input of `metric_regressions`
 (`rag_eval_pipeline/defs/scorecard/regressions.py`). Metrics without per-item values (traffic
-volume, total cost and latency percentiles among them) are judged by the effect rule alone.
+volume and total cost among them) are judged by the effect rule alone.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric
 from rag_eval_pipeline.evaluation.traffic import MEAN_METRICS, TRAFFIC_TIER
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+from rag_eval_pipeline.metrics.traffic import PERCENTILE_METRICS
 
 ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
 
@@ -71,18 +74,27 @@ def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> 
 
 
 def traffic_samples(metrics: pd.DataFrame) -> pd.DataFrame:
-    """`traffic_metrics` (`system, log_id, timestamp, metric, value`) in the item layout: the
-    interaction metrics whose mean is a scorecard metric, renamed to it (`MEAN_METRICS`)."""
-    kept = metrics[metrics["metric"].isin(list(MEAN_METRICS))]
-    return pd.DataFrame(
-        {
-            "tier": TRAFFIC_TIER,
-            "system": kept["system"].astype(str),
-            "metric": kept["metric"].map(MEAN_METRICS),
-            "item_id": kept["log_id"].astype(str),
-            "value": kept["value"].astype(float),
-        }
-    )[ITEM_COLUMNS]
+    """`traffic_metrics` (`system, log_id, timestamp, metric, value`) in the item layout: each
+    interaction value under the scorecard metric it makes, its mean (`MEAN_METRICS`) or one of
+    its latency percentiles (`PERCENTILE_METRICS`: the day's latencies, once per percentile)."""
+    renames = [(column, mean) for column, mean in MEAN_METRICS.items()] + [
+        (column, metric) for metric, (column, _) in PERCENTILE_METRICS.items()
+    ]
+    frames = []
+    for column, metric in renames:
+        kept = metrics[metrics["metric"] == column]
+        frames.append(
+            pd.DataFrame(
+                {
+                    "tier": TRAFFIC_TIER,
+                    "system": kept["system"].astype(str),
+                    "metric": metric,
+                    "item_id": kept["log_id"].astype(str),
+                    "value": kept["value"].astype(float),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)[ITEM_COLUMNS]
 
 
 Sources = dict[str, Callable[[pd.DataFrame], pd.DataFrame]]

@@ -7,9 +7,11 @@
   paired sign-flip randomization test (seeded); items scored on one date only are counted
   (`n_only_baseline`, `n_only_current`), not silently dropped;
 - **unpaired test** on independent samples of each date (`PartitionScores.samples`: the traffic
-  tier's interactions, which differ from day to day): 0/1 metrics use the one-sided Fisher's
-  exact test, other metrics the one-sided two-sample permutation test of the difference in
-  means (seeded). No item is paired, so `n_paired` (and `n_worse`, `n_better`) is 0, and the
+  tier's interactions, which differ from day to day): latency percentiles use the one-sided
+  quantile exceedance test (the share of each day's values above the pooled percentile,
+  compared by Fisher's exact test), 0/1 metrics the one-sided Fisher's exact test, other
+  metrics the one-sided two-sample permutation test of the difference in means (seeded). No
+  item is paired, so `n_paired` (and `n_worse`, `n_better`) is 0, and the
   sample sizes are `n_only_baseline` (the baseline date's values) and `n_only_current`
   (today's); the `reason` repeats them. Error rows (NaN) are left out of both samples;
 - **Benjamini–Hochberg** q-values over the partition's tested metrics, paired and unpaired in
@@ -17,9 +19,9 @@
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
   metric's tolerance: `regression_threshold × |baseline|` (5% by default, per metric in
   `config/thresholds.yaml`) and `regression_min_change` in absolute terms. `improved` mirrors
-  it. Metrics without per-item values (silhouette, latency percentiles, traffic volume and
-  total cost, single numbers) are judged by the effect rule alone, and the row says so in
-  `test`;
+  it. Metrics without per-item values (silhouette, the system under test's latency
+  percentiles, traffic volume and total cost, single numbers) are judged by the effect rule
+  alone, and the row says so in `test`;
 - `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
   on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
   than half of the metric's judgments failed today, whatever its value: an alert); or
@@ -49,8 +51,10 @@ from rag_eval_pipeline.metrics.stats import (
     fisher_exact_tails,
     paired_randomization_tails,
     permutation_tails,
+    quantile_exceedance_tails,
     sign_test,
 )
+from rag_eval_pipeline.metrics.traffic import PERCENTILE_METRICS
 
 KEY = ["tier", "system", "metric"]
 # Which comparison a row belongs to, and what changed: shared by both rules' tables.
@@ -126,7 +130,8 @@ SIGN_TEST = "exact sign test (McNemar)"
 RANDOMIZATION_TEST = "paired sign-flip randomization"
 FISHER_TEST = "Fisher's exact test (unpaired)"
 PERMUTATION_TEST = "two-sample permutation (unpaired)"
-UNPAIRED_TESTS = (FISHER_TEST, PERMUTATION_TEST)
+QUANTILE_TEST = "quantile exceedance test (unpaired, Fisher)"
+UNPAIRED_TESTS = (FISHER_TEST, PERMUTATION_TEST, QUANTILE_TEST)
 IDENTITY_ROLES = ("judge", "generator", "embedder")
 # Which tiers each model's output feeds: a change of that model makes their metrics incomparable.
 ROLE_TIERS: dict[str, frozenset[str]] = {
@@ -259,10 +264,14 @@ def _paired_p(
 
 
 def _unpaired_p(
-    base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
+    metric: str, base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
 ) -> tuple[str, float, float]:
-    """(test, p worse, p better) for one metric's two independent samples."""
-    if _binary(base, cur):
+    """(test, p worse, p better) for one metric's two independent samples: the quantile test
+    for a latency percentile, Fisher's for 0/1 values, the permutation test of means else."""
+    if metric in PERCENTILE_METRICS:
+        quantile = PERCENTILE_METRICS[metric][1]
+        test, (p_less, p_greater) = QUANTILE_TEST, quantile_exceedance_tails(base, cur, quantile)
+    elif _binary(base, cur):
         test, (p_less, p_greater) = FISHER_TEST, fisher_exact_tails(base, cur)
     else:
         test = PERMUTATION_TEST
@@ -359,7 +368,7 @@ def compare_partitions(
             )
             tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
         elif sample is not None and sample[0].size and sample[1].size:
-            test[i], p_worse[i], p_better[i] = _unpaired_p(*sample, bool(higher[i]), rule)
+            test[i], p_worse[i], p_better[i] = _unpaired_p(metric, *sample, bool(higher[i]), rule)
         else:
             test[i] = EFFECT_ONLY
     q_worse, q_better = benjamini_hochberg(p_worse), benjamini_hochberg(p_better)

@@ -18,17 +18,18 @@ import pandas as pd
 
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values, summarize_wide
 from rag_eval_pipeline.metrics.stats import percentiles
-from rag_eval_pipeline.metrics.traffic import on_date, positive_feedback, token_costs
+from rag_eval_pipeline.metrics.traffic import (
+    LATENCY_COLUMNS,
+    LATENCY_PERCENTILES,
+    on_date,
+    positive_feedback,
+    token_costs,
+)
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 TRAFFIC_TIER = "traffic"
 TRAFFIC_SYSTEM = "production"
 TRAFFIC_ITEM_COLUMNS = ["system", "log_id", "timestamp", "metric", "value"]
-LATENCY_COLUMNS = {
-    "latency_ms": "latency",
-    "retrieval_latency_ms": "retrieval_latency",
-    "generation_latency_ms": "generation_latency",
-}
 MEAN_METRICS = {
     "error": "error_rate",
     "cost_usd": "avg_cost_usd",
@@ -124,7 +125,7 @@ def traffic_quality_rows(values: pd.DataFrame) -> pd.DataFrame:
     rows = [single_values({"volume": float(volume)}, TRAFFIC_TIER, TRAFFIC_SYSTEM, volume)]
     for column, prefix in LATENCY_COLUMNS.items():
         if column in values.columns and values[column].notna().any():
-            latency = percentiles(values[column].to_numpy(dtype=float))
+            latency = percentiles(values[column].to_numpy(dtype=float), LATENCY_PERCENTILES)
             rows.append(
                 single_values(
                     {f"{prefix}_{name}_ms": value for name, value in latency.items()},

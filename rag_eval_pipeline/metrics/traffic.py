@@ -1,4 +1,5 @@
-"""Production-traffic metrics: user satisfaction from feedback, per-query cost, the log's day.
+"""Production-traffic metrics: user satisfaction from feedback, per-query cost, the log's day,
+and the names of the latency percentiles.
 
 Pure, vectorized functions over columns of a `logs.*` table; no Dagster here.
 """
@@ -15,6 +16,18 @@ POSITIVE_FEEDBACK = frozenset({"up", "thumbs_up", "thumbsup", "+1", "positive", 
 NEGATIVE_FEEDBACK = frozenset(
     {"down", "thumbs_down", "thumbsdown", "-1", "negative", "👎", "dislike"}
 )
+LATENCY_COLUMNS = {
+    "latency_ms": "latency",
+    "retrieval_latency_ms": "retrieval_latency",
+    "generation_latency_ms": "generation_latency",
+}
+LATENCY_PERCENTILES = (50, 95, 99)
+# Scorecard latency percentile → (interaction column, quantile): what the day's values are for.
+PERCENTILE_METRICS: dict[str, tuple[str, float]] = {
+    f"{prefix}_p{q}_ms": (column, q / 100)
+    for column, prefix in LATENCY_COLUMNS.items()
+    for q in LATENCY_PERCENTILES
+}
 RATING_LOW, RATING_HIGH = 1, 5
 POSITIVE_RATING = 4
 
