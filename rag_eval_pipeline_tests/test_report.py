@@ -28,7 +28,12 @@ from rag_eval_pipeline.evaluation.regression import (
 )
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.reporting import collect_report_data, render_report
-from rag_eval_pipeline.reporting.html_report import format_change, format_value, nice_ticks
+from rag_eval_pipeline.reporting.html_report import (
+    format_change,
+    format_detectable,
+    format_value,
+    nice_ticks,
+)
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
@@ -235,6 +240,9 @@ def test_formatting_helpers() -> None:
     assert format_value(0.12345) == "0.123" and format_value(1234.5) == "1,234.5"
     assert format_value(float("nan")) == "—"
     assert format_change(-0.125) == "−12.5%" and format_change(0.03) == "+3.0%"
+    assert format_detectable(0.125) == "≥ 12.5%" and format_detectable(363.6) == "≥ 364×"
+    assert format_detectable(float("inf")) == "none at this n"
+    assert format_detectable(float("nan")) == "—"
 
 
 def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:

@@ -16,7 +16,10 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
   differences have no spread (every item moved by the same amount). Undetectable (``inf``)
   when the test cannot produce a p-value under the bar at all: ``n ≤ z²``, or its floor
   ``max(2⁻ⁿ, 1 / (n_resamples + 1))`` (all n signs agreeing; the Monte-Carlo p-value's
-  smallest value) is not below the bar.
+  smallest value) is not below the bar. This is the shift of *every* item: items that did
+  not change add nothing to the sign-flip statistic, so a change confined to k items has
+  p ≥ 2⁻ᵏ and, however large, is never flagged when 2⁻ᵏ ≥ bar (the same item count as
+  :func:`sign_test_min_worse` with nothing moving back).
 """
 
 from __future__ import annotations

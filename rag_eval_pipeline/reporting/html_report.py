@@ -506,11 +506,14 @@ def detectable_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str,
 
 
 def format_detectable(relative: float) -> str:
-    """The smallest flaggable change (`≥ 12.5%`), `none at this n` when no change can be
-    flagged, `—` when it is not computed (not compared, an unpaired test, a zero baseline)."""
+    """The smallest flaggable change (`≥ 12.5%`; `≥ 364×` from 10 times the baseline on, e.g.
+    a 100 ms floor on a 0.3 ms latency), `none at this n` when no change can be flagged, `—`
+    when it is not computed (not compared, an unpaired test, a zero baseline)."""
     if math.isnan(relative):
         return "—"
-    return "none at this n" if math.isinf(relative) else f"≥ {relative * 100:.1f}%"
+    if math.isinf(relative):
+        return "none at this n"
+    return f"≥ {relative:,.0f}×" if relative >= 10 else f"≥ {relative * 100:.1f}%"
 
 
 def model_changes(comparisons: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
