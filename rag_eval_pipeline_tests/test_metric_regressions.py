@@ -27,7 +27,12 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partit
 from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.item_scores import SAMPLE_SOURCES, empty_items, item_scores
+from rag_eval_pipeline.evaluation.item_scores import (
+    SAMPLE_SOURCES,
+    e2e_latency_samples,
+    empty_items,
+    item_scores,
+)
 from rag_eval_pipeline.evaluation.regression import (
     EFFECT_ONLY,
     FISHER_TEST,
@@ -535,3 +540,24 @@ def test_a_run_without_metric_regressions_never_reports_or_gates_on_a_stored_ver
     )
     assert (summary.n_alerts, summary.gates) == (0, False)
     assert summary.lines == ["  metric_regressions was not in this run's selection: no verdict"]
+
+
+def test_e2e_latency_samples_give_each_percentile_the_questions_latencies() -> None:
+    generations = pd.DataFrame(
+        {
+            "system": ["a", "a", "b"],
+            "query_id": ["q1", "q2", "q1"],
+            "total_latency_ms": [120.0, 80.0, 300.0],
+            "answer": ["x", "y", "z"],
+        }
+    )
+    samples = e2e_latency_samples(generations)
+    assert set(samples["metric"]) == {"latency_p50_ms", "latency_p95_ms", "latency_p99_ms"}
+    p95 = samples[samples["metric"] == "latency_p95_ms"]
+    assert p95[["tier", "system", "item_id", "value"]].values.tolist() == [
+        ["tier3_e2e", "a", "q1", 120.0],
+        ["tier3_e2e", "a", "q2", 80.0],
+        ["tier3_e2e", "b", "q1", 300.0],
+    ]
+    assert e2e_latency_samples(generations.iloc[0:0]).empty
+    assert e2e_latency_samples(generations.drop(columns="total_latency_ms")).empty

@@ -33,7 +33,9 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.regression import QUANTILE_TEST
 from rag_eval_pipeline.metrics.correlation import RAGAS_METRICS
+from rag_eval_pipeline.metrics.stats import quantile_exceedance_tails
 from rag_eval_pipeline.reporting.html_report import format_value
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import (
@@ -269,6 +271,23 @@ def test_counts_are_honest_and_the_new_metrics_are_scored(demo: DemoRuns) -> Non
     assert scorecard.loc[("traffic", "production", "volume"), "value"] == 0  # no logs that day
     reference = scorecard.xs(("tier1_retrieval", "reference-rag"), level=["tier", "system"])
     assert reference.loc["hit_rate@3", "value"] > 0
+
+
+def test_the_system_under_tests_latency_is_tested_not_just_thresholded(demo: DemoRuns) -> None:
+    """Tier 3's latency percentiles are compared with the quantile exceedance test on the two
+    dates' per-question total latencies, not by the effect rule alone."""
+    verdicts = read(demo, "metric_regressions", DAY2).set_index(["tier", "system", "metric"])
+    latencies = [
+        read(demo, "e2e_generations", day)["total_latency_ms"].to_numpy(dtype=float)
+        for day in (DAY1, DAY2)
+    ]
+    for metric, quantile in (("latency_p50_ms", 0.5), ("latency_p95_ms", 0.95)):
+        row = verdicts.loc[("tier3_e2e", "reference-rag", metric)]
+        assert row["test"] == QUANTILE_TEST, metric
+        assert (row["n_only_baseline"], row["n_only_current"]) == tuple(x.size for x in latencies)
+        p_less, p_greater = quantile_exceedance_tails(*latencies, quantile)
+        slower = row["value"] > row["baseline_value"]
+        assert row["p_value"] == pytest.approx(p_greater if slower else p_less, rel=1e-12)
 
 
 def test_e2e_quality_records_the_ragas_correlation_matrix(demo: DemoRuns) -> None:

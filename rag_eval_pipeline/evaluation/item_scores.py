@@ -6,9 +6,12 @@ as in the scorecard (e.g. `avg_faithfulness` for the judgments' `faithfulness`),
 an error row. Two registries convert per-item assets to it:
 
 - `ITEM_SOURCES`: items both dates score (the dataset's questions), compared **paired**;
-- `SAMPLE_SOURCES`: independent samples of each date, compared **unpaired** (two-sample
-  tests): the traffic tier, whose items (the day's interactions, and the judged sample of
-  them) differ from one day to the next. Its interaction metrics become the scorecard's means
+- `SAMPLE_SOURCES`: samples of each date compared **unpaired** (two-sample tests): the system
+  under test's per-question total latency, under Tier 3's latency percentiles (the same
+  questions on both dates make the samples positively correlated, which only makes the
+  unpaired test conservative); and the traffic tier, whose items (the day's interactions,
+  and the judged sample of them) differ from one day to the next. Its interaction metrics
+  become the scorecard's means
   (`error` → `error_rate`, `cost_usd` → `avg_cost_usd`, `satisfaction` → `avg_satisfaction`,
   `positive_feedback` → `positive_feedback_rate`), its latencies the latency percentiles
   (`latency_ms` → `latency_p50_ms`, `_p95_ms`, `_p99_ms`, and the same for retrieval and
@@ -19,7 +22,7 @@ baseline's from the warehouse. To let a new tier's metrics be tested per item, w
 per-item table as an asset, add `"<asset name>": <function turning it into this layout>` to the
 registry that fits, and add the asset as an input of `metric_regressions`
 (`rag_eval_pipeline/defs/scorecard/regressions.py`). Metrics without per-item values (traffic
-volume and total cost among them) are judged by the effect rule alone.
+volume and total cost, the judge's latency among them) are judged by the effect rule alone.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric
 from rag_eval_pipeline.evaluation.traffic import MEAN_METRICS, TRAFFIC_TIER
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
-from rag_eval_pipeline.metrics.traffic import PERCENTILE_METRICS
+from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, PERCENTILE_METRICS
 
 ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
+E2E_TIER = "tier3_e2e"
 
 
 def empty_items() -> pd.DataFrame:
@@ -97,6 +101,26 @@ def traffic_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[ITEM_COLUMNS]
 
 
+def e2e_latency_samples(generations: pd.DataFrame) -> pd.DataFrame:
+    """`e2e_generations`' per-question `total_latency_ms` of each system in the item layout,
+    under each of Tier 3's latency percentiles (`latency_p50_ms`, `_p95_ms`, `_p99_ms`)."""
+    if generations.empty or "total_latency_ms" not in generations.columns:
+        return empty_items()
+    frames = [
+        pd.DataFrame(
+            {
+                "tier": E2E_TIER,
+                "system": generations["system"].astype(str),
+                "metric": f"latency_p{q}_ms",
+                "item_id": generations["query_id"].astype(str),
+                "value": generations["total_latency_ms"].astype(float),
+            }
+        )
+        for q in LATENCY_PERCENTILES
+    ]
+    return pd.concat(frames, ignore_index=True)[ITEM_COLUMNS]
+
+
 Sources = dict[str, Callable[[pd.DataFrame], pd.DataFrame]]
 
 ITEM_SOURCES: Sources = {
@@ -105,9 +129,10 @@ ITEM_SOURCES: Sources = {
         f, "tier1_retrieval", DEFAULT_RETRIEVAL_METRICS
     ),
     "generation_judgments": lambda f: judgment_items(f, "tier2_generation"),
-    "e2e_judgments": lambda f: judgment_items(f, "tier3_e2e"),
+    "e2e_judgments": lambda f: judgment_items(f, E2E_TIER),
 }
 SAMPLE_SOURCES: Sources = {
+    "e2e_generations": e2e_latency_samples,
     "traffic_metrics": traffic_samples,
     "traffic_judgments": lambda f: judgment_items(f, TRAFFIC_TIER),
 }

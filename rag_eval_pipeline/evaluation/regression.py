@@ -6,22 +6,23 @@
   exact one-sided sign test on the discordant pairs (McNemar), other metrics the one-sided
   paired sign-flip randomization test (seeded); items scored on one date only are counted
   (`n_only_baseline`, `n_only_current`), not silently dropped;
-- **unpaired test** on independent samples of each date (`PartitionScores.samples`: the traffic
-  tier's interactions, which differ from day to day): latency percentiles use the one-sided
-  quantile exceedance test (the share of each day's values above the pooled percentile,
-  compared by Fisher's exact test), 0/1 metrics the one-sided Fisher's exact test, other
-  metrics the one-sided two-sample permutation test of the difference in means (seeded). No
-  item is paired, so `n_paired` (and `n_worse`, `n_better`) is 0, and the
-  sample sizes are `n_only_baseline` (the baseline date's values) and `n_only_current`
-  (today's); the `reason` repeats them. Error rows (NaN) are left out of both samples;
+- **unpaired test** on samples of each date (`PartitionScores.samples`: the system under
+  test's per-question latencies, and the traffic tier's interactions, which differ from day to
+  day): latency percentiles use the one-sided quantile exceedance test (the share of each
+  day's values above the pooled percentile, compared by Fisher's exact test), 0/1 metrics the
+  one-sided Fisher's exact test, other metrics the one-sided two-sample permutation test of
+  the difference in means (seeded). No item is paired, so `n_paired` (and `n_worse`,
+  `n_better`) is 0, and the sample sizes are `n_only_baseline` (the baseline date's values)
+  and `n_only_current` (today's); the `reason` repeats them. Error rows (NaN) are left out of
+  both samples;
 - **Benjamini–Hochberg** q-values over the partition's tested metrics, paired and unpaired in
   one family (one family per direction);
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
   metric's tolerance: `regression_threshold × |baseline|` (5% by default, per metric in
   `config/thresholds.yaml`) and `regression_min_change` in absolute terms. `improved` mirrors
-  it. Metrics without per-item values (silhouette, the system under test's latency
-  percentiles, traffic volume and total cost, single numbers) are judged by the effect rule
-  alone, and the row says so in `test`;
+  it. Metrics without per-item values (silhouette, the judge's latency, traffic volume and
+  total cost, single numbers) are judged by the effect rule alone, and the row says so in
+  `test`;
 - `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
   on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
   than half of the metric's judgments failed today, whatever its value: an alert); or

@@ -76,6 +76,7 @@ def metric_regressions(
     system_retrieval_metrics: pd.DataFrame,
     generation_judgments: pd.DataFrame,
     e2e_judgments: pd.DataFrame,
+    e2e_generations: pd.DataFrame,
     traffic_metrics: pd.DataFrame,
     traffic_judgments: pd.DataFrame,
     warehouse: WarehouseResource,
@@ -91,6 +92,7 @@ def metric_regressions(
         "system_retrieval_metrics": system_retrieval_metrics,
         "generation_judgments": generation_judgments,
         "e2e_judgments": e2e_judgments,
+        "e2e_generations": e2e_generations,
         "traffic_metrics": traffic_metrics,
         "traffic_judgments": traffic_judgments,
     }
