@@ -3,8 +3,9 @@
 `rag-eval run` executes each partition's run in process, so no run launcher watches it: a CLI
 killed mid-run (SIGKILL, OOM, Ctrl-C twice) would leave its run STARTED forever, and with the
 run queue's `max_concurrent_runs` such runs block every scheduled, sensor, backfill and UI run.
-A run the daemon launches has the same problem when its run worker dies: Dagster's default run
-launcher has no worker health check, so run monitoring would only fail it after
+A run the daemon launches has the same problem when its run worker dies together with the code
+server that launched it (a reboot, a SIGKILLed `dagster dev`): the code server fails a run
+whose worker exits, but once it is gone too, nothing does until run monitoring's
 `max_runtime_seconds`. Every run is therefore tagged with its owner process (host, pid and the
 process's start time, so a recycled pid is not mistaken for the owner): a CLI run when it is
 created, any other run by its run worker when the worker creates the IO manager

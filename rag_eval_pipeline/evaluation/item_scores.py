@@ -34,7 +34,11 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric
 from rag_eval_pipeline.evaluation.traffic import MEAN_METRICS, TRAFFIC_TIER
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
-from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, PERCENTILE_METRICS
+from rag_eval_pipeline.metrics.traffic import (
+    LATENCY_COLUMNS,
+    LATENCY_PERCENTILES,
+    latency_metric,
+)
 
 ITEM_COLUMNS = ["tier", "system", "metric", "item_id", "value"]
 E2E_TIER = "tier3_e2e"
@@ -66,39 +70,29 @@ def judgment_items(judgments: pd.DataFrame, tier: str, prefix: str = "avg_") -> 
     """
     if judgments.empty:
         return empty_items()
-    return pd.DataFrame(
-        {
-            "tier": tier,
-            "system": judgments["system"].astype(str),
-            "metric": scorecard_metric(judgments["metric"], prefix),
-            "item_id": judgments["query_id"].astype(str),
-            "value": judgments["score"].astype(float),
-        }
-    )[ITEM_COLUMNS]
+    return _items(
+        tier,
+        judgments["system"],
+        scorecard_metric(judgments["metric"], prefix),
+        judgments["query_id"],
+        judgments["score"],
+    )
 
 
 def traffic_samples(metrics: pd.DataFrame) -> pd.DataFrame:
     """`traffic_metrics` (`system, log_id, timestamp, metric, value`) in the item layout: each
     interaction value under the scorecard metric it makes, its mean (`MEAN_METRICS`) or one of
-    its latency percentiles (`PERCENTILE_METRICS`: the day's latencies, once per percentile)."""
-    renames = [(column, mean) for column, mean in MEAN_METRICS.items()] + [
-        (column, metric) for metric, (column, _) in PERCENTILE_METRICS.items()
+    its latency percentiles (the day's latencies, once per percentile)."""
+    renames = list(MEAN_METRICS.items()) + [
+        (column, latency_metric(prefix, q))
+        for column, prefix in LATENCY_COLUMNS.items()
+        for q in LATENCY_PERCENTILES
     ]
     frames = []
     for column, metric in renames:
         kept = metrics[metrics["metric"] == column]
-        frames.append(
-            pd.DataFrame(
-                {
-                    "tier": TRAFFIC_TIER,
-                    "system": kept["system"].astype(str),
-                    "metric": metric,
-                    "item_id": kept["log_id"].astype(str),
-                    "value": kept["value"].astype(float),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True)[ITEM_COLUMNS]
+        frames.append(_items(TRAFFIC_TIER, kept["system"], metric, kept["log_id"], kept["value"]))
+    return pd.concat(frames, ignore_index=True)
 
 
 def e2e_latency_samples(generations: pd.DataFrame) -> pd.DataFrame:
@@ -107,18 +101,31 @@ def e2e_latency_samples(generations: pd.DataFrame) -> pd.DataFrame:
     if generations.empty or "total_latency_ms" not in generations.columns:
         return empty_items()
     frames = [
-        pd.DataFrame(
-            {
-                "tier": E2E_TIER,
-                "system": generations["system"].astype(str),
-                "metric": f"latency_p{q}_ms",
-                "item_id": generations["query_id"].astype(str),
-                "value": generations["total_latency_ms"].astype(float),
-            }
+        _items(
+            E2E_TIER,
+            generations["system"],
+            latency_metric("latency", q),
+            generations["query_id"],
+            generations["total_latency_ms"],
         )
         for q in LATENCY_PERCENTILES
     ]
-    return pd.concat(frames, ignore_index=True)[ITEM_COLUMNS]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _items(
+    tier: str, system: pd.Series, metric: str | pd.Series, item_id: pd.Series, value: pd.Series
+) -> pd.DataFrame:
+    """Aligned columns in the item layout (ids as strings, values as floats)."""
+    return pd.DataFrame(
+        {
+            "tier": tier,
+            "system": system.astype(str),
+            "metric": metric,
+            "item_id": item_id.astype(str),
+            "value": value.astype(float),
+        }
+    )[ITEM_COLUMNS]
 
 
 Sources = dict[str, Callable[[pd.DataFrame], pd.DataFrame]]

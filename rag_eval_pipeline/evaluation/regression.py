@@ -55,7 +55,7 @@ from rag_eval_pipeline.metrics.stats import (
     quantile_exceedance_tails,
     sign_test,
 )
-from rag_eval_pipeline.metrics.traffic import PERCENTILE_METRICS
+from rag_eval_pipeline.metrics.traffic import LATENCY_QUANTILES
 
 KEY = ["tier", "system", "metric"]
 # Which comparison a row belongs to, and what changed: shared by both rules' tables.
@@ -269,8 +269,8 @@ def _unpaired_p(
 ) -> tuple[str, float, float]:
     """(test, p worse, p better) for one metric's two independent samples: the quantile test
     for a latency percentile, Fisher's for 0/1 values, the permutation test of means else."""
-    if metric in PERCENTILE_METRICS:
-        quantile = PERCENTILE_METRICS[metric][1]
+    if metric in LATENCY_QUANTILES:
+        quantile = LATENCY_QUANTILES[metric]
         test, (p_less, p_greater) = QUANTILE_TEST, quantile_exceedance_tails(base, cur, quantile)
     elif _binary(base, cur):
         test, (p_less, p_greater) = FISHER_TEST, fisher_exact_tails(base, cur)

@@ -21,6 +21,7 @@ from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import (
     LATENCY_COLUMNS,
     LATENCY_PERCENTILES,
+    latency_metric,
     on_date,
     positive_feedback,
     token_costs,
@@ -128,7 +129,7 @@ def traffic_quality_rows(values: pd.DataFrame) -> pd.DataFrame:
             latency = percentiles(values[column].to_numpy(dtype=float), LATENCY_PERCENTILES)
             rows.append(
                 single_values(
-                    {f"{prefix}_{name}_ms": value for name, value in latency.items()},
+                    {latency_metric(prefix, q): latency[f"p{q}"] for q in LATENCY_PERCENTILES},
                     TRAFFIC_TIER,
                     TRAFFIC_SYSTEM,
                     count=int(values[column].notna().sum()),

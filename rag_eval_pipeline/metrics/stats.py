@@ -17,7 +17,8 @@ means.
 
 Tests come paired (the same items scored twice: :func:`sign_test`,
 :func:`paired_randomization_tails`) and unpaired (two independent samples, e.g. two days'
-interactions: :func:`fisher_exact_tails`, :func:`permutation_tails`).
+interactions: :func:`fisher_exact_tails`, :func:`permutation_tails`,
+:func:`quantile_exceedance_tails`).
 """
 
 from __future__ import annotations

@@ -22,10 +22,18 @@ LATENCY_COLUMNS = {
     "generation_latency_ms": "generation_latency",
 }
 LATENCY_PERCENTILES = (50, 95, 99)
-# Scorecard latency percentile → (interaction column, quantile): what the day's values are for.
-PERCENTILE_METRICS: dict[str, tuple[str, float]] = {
-    f"{prefix}_p{q}_ms": (column, q / 100)
-    for column, prefix in LATENCY_COLUMNS.items()
+
+
+def latency_metric(prefix: str, percentile: int) -> str:
+    """The scorecard name of a latency percentile: `<prefix>_p<percentile>_ms`."""
+    return f"{prefix}_p{percentile}_ms"
+
+
+# Every latency percentile's scorecard name → its quantile: the traffic tier's (one prefix per
+# `LATENCY_COLUMNS` entry) and Tier 3's total latency (prefix `latency`, among them).
+LATENCY_QUANTILES: dict[str, float] = {
+    latency_metric(prefix, q): q / 100
+    for prefix in LATENCY_COLUMNS.values()
     for q in LATENCY_PERCENTILES
 }
 RATING_LOW, RATING_HIGH = 1, 5

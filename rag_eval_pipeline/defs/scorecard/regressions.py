@@ -1,9 +1,9 @@
 """The `metric_regressions` asset: every scorecard metric tested against the baseline.
 
-Paired on the items both dates scored (unpaired on the traffic tier's daily samples),
-Benjamini–Hochberg over the partition's metrics, plus the metric's minimum effect (see
-`rag_eval_pipeline.evaluation.regression`). The asset check, the HTML report, the alert sensor
-and `rag-eval run`'s summary all read this table.
+Paired on the items both dates scored (unpaired on the traffic tier's daily samples and the
+system under test's latencies), Benjamini–Hochberg over the partition's metrics, plus the
+metric's minimum effect (see `rag_eval_pipeline.evaluation.regression`). The asset check, the
+HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
 """
 
 import pandas as pd
@@ -62,8 +62,9 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
     description=(
         "One row per (tier, system, metric) against the baseline (previous date, or the pinned "
         "one): baseline and current value, relative change, paired items, the test (exact sign "
-        "test for 0/1 metrics, paired randomization otherwise; for the traffic tier's daily "
-        "samples, unpaired: Fisher's exact test or a two-sample permutation test), p and "
+        "test for 0/1 metrics, paired randomization otherwise; unpaired for the traffic "
+        "tier's daily samples and latency percentiles: Fisher's exact test, a two-sample "
+        "permutation test or a quantile exceedance test), p and "
         "Benjamini–Hochberg q, and the verdict: regressed / improved / no significant change / "
         "not comparable (reason)."
     ),

@@ -18,6 +18,7 @@ from rag_eval_pipeline.evaluation.generation import (
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
+from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 
 TIER = "tier3_e2e"
@@ -134,10 +135,10 @@ def e2e_quality(
         return skipped(context, "no end-to-end judgments for this dataset version", empty_quality())
     quality = [summarize_judgments(e2e_judgments, TIER)]
     for system, rows in e2e_generations.groupby("system"):
-        latency = percentiles(rows["total_latency_ms"].to_numpy(dtype=float))
+        latency = percentiles(rows["total_latency_ms"].to_numpy(dtype=float), LATENCY_PERCENTILES)
         quality.append(
             single_values(
-                {f"latency_{name}_ms": value for name, value in latency.items()},
+                {latency_metric("latency", q): latency[f"p{q}"] for q in LATENCY_PERCENTILES},
                 TIER,
                 str(system),
                 count=int(rows["total_latency_ms"].notna().sum()),
