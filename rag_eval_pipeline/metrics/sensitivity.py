@@ -15,8 +15,9 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
   ``1 − bar``. With ``s² = mean(e²)`` this is ``δ = z·s / sqrt(n − z²)``; 0 when the
   differences have no spread (every item moved by the same amount). Undetectable (``inf``)
   when the test cannot produce a p-value under the bar at all: ``n ≤ z²``, or its floor
-  ``max(2⁻ⁿ, 1 / (n_resamples + 1))`` (all n signs agreeing; the Monte-Carlo p-value's
-  smallest value) is not below the bar. This is the shift of *every* item: items that did
+  (:func:`metrics.stats.sign_flip_p_floor`: ``2⁻ⁿ``, all n signs agreeing, enumerated exactly
+  up to 40 items; beyond, also the Monte-Carlo p-value's smallest value ``1 / (R + 1)``) is
+  not below the bar. This is the shift of *every* item: items that did
   not change add nothing to the sign-flip statistic, so a change confined to k items has
   p ≥ 2⁻ᵏ and, however large, is never flagged when 2⁻ᵏ ≥ bar (the same item count as
   :func:`sign_test_min_worse` with nothing moving back).
@@ -30,7 +31,7 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rag_eval_pipeline.metrics.stats import sign_test
+from rag_eval_pipeline.metrics.stats import sign_flip_p_floor, sign_test
 
 __all__ = ["sign_flip_min_shift", "sign_test_min_worse"]
 
@@ -70,7 +71,7 @@ def sign_flip_min_shift(differences: ArrayLike, bar: float, n_resamples: int) ->
         raise ValueError(f"bar must be in (0, 1), got {bar}")
     z = NormalDist().inv_cdf(1.0 - bar)
     n = d.size
-    if n <= z * z or max(2.0**-n, 1.0 / (n_resamples + 1)) >= bar:
+    if n <= z * z or sign_flip_p_floor(n, n_resamples) >= bar:
         return math.inf
     centred = d - d.mean()
     spread = math.sqrt(float(np.mean(centred * centred)))

@@ -42,6 +42,7 @@ __all__ = [
     "paired_randomization_tails",
     "paired_randomization_test",
     "percentiles",
+    "sign_flip_p_floor",
     "permutation_tails",
     "quantile_exceedance_tails",
     "sign_test",
@@ -224,25 +225,76 @@ def _tail_counts(
     return less, greater
 
 
-def paired_randomization_tails(
-    a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10000, seed: int = 0
-) -> tuple[float, float]:
-    """``(p_less, p_greater)`` of :func:`paired_randomization_test` from one set of sign flips.
+# Up to this many non-zero paired differences, the sign-flip test enumerates every sign pattern.
+EXACT_SIGN_FLIP_MAX = 40
 
-    Both equal the corresponding one-sided calls with the same seed (the same signs are drawn),
-    at half the cost. Empty input gives ``(nan, nan)``.
+
+def paired_randomization_tails(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    exact_max: int = EXACT_SIGN_FLIP_MAX,
+) -> tuple[float, float]:
+    """``(p_less, p_greater)`` of the one-sided paired sign-flip tests of ``mean(b - a)``.
+
+    Only the ``k`` non-zero differences carry information (a zero is the same under either
+    sign). When ``k <= exact_max`` every one of the ``2^k`` sign patterns is enumerated and
+    ``p = count / 2^k`` exactly, as ``scipy.stats.permutation_test((a, b), statistic,
+    permutation_type="samples", n_resamples=np.inf)`` (its smallest value is ``2^-k``, all
+    signs agreeing). The enumeration is meet-in-the-middle: the differences are split into two
+    halves, the ``2^⌈k/2⌉`` and ``2^⌊k/2⌋`` signed sums of each are listed, and for each sum of
+    the first half the sums of the second half that complete a pattern at most / at least the
+    observed sum are counted by binary search, so time and memory grow with ``2^(k/2)``, not
+    ``2^k``. Beyond ``exact_max``, :func:`paired_randomization_test`'s ``n_resamples`` random
+    sign vectors (seeded), ``p = (count + 1) / (n_resamples + 1)``; both tails come from the
+    same draws. Ties within ``1e-9 · Σ|d|`` count as ties (equal sums added in another order).
+    Empty input gives ``(nan, nan)``; no non-zero difference gives ``(1.0, 1.0)``.
     """
     differences = _paired_differences(a, b)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if differences.size == 0:
         return (float("nan"), float("nan"))
-    observed = differences.sum()
-    tolerance = 1e-9 * np.abs(differences).sum()
-    less, greater = _tail_counts(
-        _sign_flip_sums(differences, n_resamples, seed), observed, tolerance
-    )
+    nonzero = differences[differences != 0.0]
+    if nonzero.size == 0:
+        return (1.0, 1.0)
+    observed = nonzero.sum()
+    tolerance = 1e-9 * np.abs(nonzero).sum()
+    if nonzero.size <= exact_max:
+        less, greater = _enumerated_tail_counts(nonzero, observed, tolerance)
+        total = 2.0**nonzero.size
+        return (less / total, greater / total)
+    less, greater = _tail_counts(_sign_flip_sums(nonzero, n_resamples, seed), observed, tolerance)
     return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
+
+
+def _all_signed_sums(values: np.ndarray) -> np.ndarray:
+    """``Σ ± values`` over all ``2^len(values)`` sign patterns (sorted ascending)."""
+    sums = np.zeros(1)
+    for value in values:
+        sums = np.concatenate([sums - value, sums + value])
+    return np.sort(sums)
+
+
+def _enumerated_tail_counts(
+    differences: np.ndarray, observed: float, tolerance: float
+) -> tuple[int, int]:
+    """How many of the ``2^k`` sign patterns have a signed sum at most / at least ``observed``
+    (within ``tolerance``), by meet-in-the-middle over two halves of the differences."""
+    half = (differences.size + 1) // 2
+    left, right = _all_signed_sums(differences[:half]), _all_signed_sums(differences[half:])
+    less = np.searchsorted(right, observed + tolerance - left, side="right").sum()
+    greater = right.size - np.searchsorted(right, observed - tolerance - left, side="left")
+    return int(less), int(greater.sum())
+
+
+def sign_flip_p_floor(n_nonzero: int, n_resamples: int, exact_max: int = EXACT_SIGN_FLIP_MAX) -> float:
+    """The smallest p-value :func:`paired_randomization_tails` can return on ``n_nonzero``
+    non-zero differences: ``2^-k`` enumerated, ``max(2^-k, 1 / (n_resamples + 1))`` beyond."""
+    exact = 2.0**-n_nonzero
+    return exact if n_nonzero <= exact_max else max(exact, 1.0 / (n_resamples + 1))
 
 
 def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
