@@ -33,7 +33,12 @@ from numpy.typing import ArrayLike
 
 from rag_eval_pipeline.metrics.stats import sign_flip_p_floor, sign_test
 
-__all__ = ["sign_flip_min_shift", "sign_test_min_worse"]
+__all__ = [
+    "sign_flip_items_needed",
+    "sign_flip_min_shift",
+    "sign_test_items_needed",
+    "sign_test_min_worse",
+]
 
 
 def sign_test_min_worse(n_better: int, bar: float, max_worse: int) -> float:
@@ -76,3 +81,51 @@ def sign_flip_min_shift(differences: ArrayLike, bar: float, n_resamples: int) ->
     centred = d - d.mean()
     spread = math.sqrt(float(np.mean(centred * centred)))
     return z * spread / math.sqrt(n - z * z)
+
+
+def sign_test_items_needed(
+    base_mean: float, back_rate: float, drop: float, bar: float, limit: int = 10_000_000
+) -> float:
+    """About how many items a 0/1 metric needs for a relative `drop` of its mean `base_mean`
+    to be flagged alone by the exact one-sided sign test at p < `bar`.
+
+    Today's noise is the share `back_rate` of items that moved the good way; noise moves as many
+    the bad way, and the drop adds ``drop · base_mean`` more. With N items that is
+    ``W = ⌈N · (back_rate + drop · base_mean)⌉`` worse and ``B = ⌊N · back_rate⌋`` better; the
+    answer is the smallest N (power of two bracket, then bisection) whose sign test on (W, B)
+    has p < `bar`, ``inf`` when none up to `limit` does (no drop, or noise too large).
+    """
+    moved = drop * base_mean
+    if not (moved > 0 and 0.0 < bar < 1.0) or back_rate < 0:
+        return math.inf
+
+    def clears(n: int) -> bool:
+        worse = math.ceil(n * (back_rate + moved) - 1e-9)
+        better = math.floor(n * back_rate + 1e-9)
+        return bool(sign_test(np.array([worse]), np.array([better]))[0] < bar)
+
+    high = 1
+    while not clears(high):
+        high *= 2
+        if high > limit:
+            return math.inf
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if clears(middle) else (middle, high)
+    return float(high)
+
+
+def sign_flip_items_needed(spread: float, shift: float, bar: float, n_resamples: int) -> float:
+    """About how many items a continuous metric needs for a shift `shift` of every item to be
+    flagged alone by the one-sided sign-flip test at p < `bar`, with today's paired
+    differences' spread `spread` (root mean square around their mean): the inverse of
+    :func:`sign_flip_min_shift`, ``N = z² + (z · spread / shift)²``, and at least enough items
+    for the test's p-value floor to be below the bar; ``inf`` for no shift."""
+    if not (shift > 0 and 0.0 < bar < 1.0):
+        return math.inf
+    z = NormalDist().inv_cdf(1.0 - bar)
+    needed = max(
+        math.floor(z * z + (z * spread / shift) ** 2) + 1, math.floor(math.log2(1.0 / bar)) + 1
+    )
+    return math.inf if sign_flip_p_floor(needed, n_resamples) >= bar else float(needed)
