@@ -33,6 +33,9 @@ from numpy.typing import ArrayLike
 
 from rag_eval_pipeline.metrics.stats import sign_flip_p_floor, sign_test
 
+# Up to this many items, `sign_test_items_needed` tries every count.
+EXACT_SCAN = 1024
+
 __all__ = [
     "sign_flip_items_needed",
     "sign_flip_min_shift",
@@ -92,8 +95,10 @@ def sign_test_items_needed(
     Today's noise is the share `back_rate` of items that moved the good way; noise moves as many
     the bad way, and the drop adds ``drop · base_mean`` more. With N items that is
     ``W = ⌈N · (back_rate + drop · base_mean)⌉`` worse and ``B = ⌊N · back_rate⌋`` better; the
-    answer is the smallest N (power of two bracket, then bisection) whose sign test on (W, B)
-    has p < `bar`, ``inf`` when none up to `limit` does (no drop, or noise too large).
+    answer is the smallest N whose sign test on (W, B) has p < `bar` (rounding makes p jagged
+    in N, so up to `EXACT_SCAN` items every N is tried; beyond, a power-of-two bracket and
+    bisection give an N within the jagged stretch), ``inf`` when none up to `limit` does (no
+    drop, or noise too large).
     """
     moved = drop * base_mean
     if not (moved > 0 and 0.0 < bar < 1.0) or back_rate < 0:
@@ -109,6 +114,8 @@ def sign_test_items_needed(
         high *= 2
         if high > limit:
             return math.inf
+    if high <= EXACT_SCAN:
+        return float(next(n for n in range(1, high + 1) if clears(n)))
     low = high // 2
     while high - low > 1:
         middle = (low + high) // 2
