@@ -4,37 +4,49 @@
 
 - **paired test** on the items both dates scored (`PartitionScores.items`): 0/1 metrics use the
   exact one-sided sign test on the discordant pairs (McNemar), other metrics the one-sided
-  paired sign-flip randomization test (seeded); items scored on one date only are counted
-  (`n_only_baseline`, `n_only_current`), not silently dropped;
+  paired sign-flip test, exact (every sign pattern enumerated) up to 40 non-zero differences and
+  seeded Monte Carlo beyond; items scored on one date only are counted (`n_only_baseline`,
+  `n_only_current`), not silently dropped;
 - **unpaired test** on samples of each date (`PartitionScores.samples`: the system under
   test's per-question latencies, and the traffic tier's interactions, which differ from day to
-  day): latency percentiles use the one-sided quantile exceedance test (the share of each
-  day's values above the pooled percentile, compared by Fisher's exact test), 0/1 metrics the
+  day): latency percentiles use the one-sided quantile exceedance test, 0/1 metrics the
   one-sided Fisher's exact test, other metrics the one-sided two-sample permutation test of
-  the difference in means (seeded). No item is paired, so `n_paired` (and `n_worse`,
-  `n_better`) is 0, and the sample sizes are `n_only_baseline` (the baseline date's values)
-  and `n_only_current` (today's); the `reason` repeats them. Error rows (NaN) are left out of
-  both samples;
-- **Benjamini–Hochberg** q-values over the partition's tested metrics, paired and unpaired in
-  one family (one family per direction);
+  the difference in means. `n_paired` is 0 and the sample sizes are `n_only_baseline` and
+  `n_only_current`; error rows (NaN) are left out of both samples;
+- **metric roles** (`role`, from `config/thresholds.yaml`): `primary` metrics share
+  `RegressionRule.primary_share` (0.8) of the family's weight, `secondary` ones the rest;
+  **weighted Benjamini–Hochberg** (Genovese, Roeder & Wasserman, 2006) over the partition's
+  primary and secondary tests, one family per direction, weights averaging 1, so a lone
+  primary is rejected at p < α·0.8 / m_primary however many secondaries there are (`bar`
+  holds each row's lone-rejection bar α·w/m). `monitor` metrics (agreement between judge and
+  raters, descriptive figures) are tested in a family of their own and never alerted;
+- a **degenerate** test (no discordant pair, no non-zero difference, all values equal) has
+  p ≡ 1 and leaves the family: it cannot be rejected and would only raise every other bar;
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
-  metric's tolerance: `regression_threshold × |baseline|` (5% by default, per metric in
-  `config/thresholds.yaml`) and `regression_min_change` in absolute terms. `improved` mirrors
-  it. Metrics without per-item values (silhouette, the judge's latency, traffic volume and
-  total cost, single numbers) are judged by the effect rule alone, and the row says so in
-  `test`;
-- `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
-  on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
-  than half of the metric's judgments failed today, whatever its value: an alert); or
-  `judge changed` /
-  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never alerted).
+  metric's tolerance (`regression_threshold × |baseline|`, at least `regression_min_change`);
+  `improved` mirrors it. Metrics without per-item values are judged by the effect rule alone;
+- **`untestable`**: a test that did not decide and whose smallest reachable p-value on its
+  items (2⁻ᵏ for k discordant pairs or non-zero differences; the most lopsided table for
+  Fisher's) is above its bar: it could not have flagged anything alone, so it never reads as
+  "no significant change"; the reason says about how many items would detect today's change.
+  A primary metric that is untestable and moved the bad way by more than
+  `RegressionRule.untested_tolerance` (20%) is alerted, labeled "effect only: too few items
+  to test";
+- `not comparable` with the `reason`: no baseline yet; no value on either date (never
+  alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
+  (more than half of the metric's judgments failed today: an alert); or `judge changed` /
+  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never
+  alerted).
 
-Dataset statistics (tier `dataset`) and descriptive counts (`total_pairs`, `n_*`, sample sizes)
-are not quality and are not compared.
+`n_items` is the number of items behind today's value (paired items, else the scorecard's
+count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
+how many items a 10% drop needs to be flagged alone at the row's bar, at today's discordance or
+spread (`metrics.sensitivity`). Dataset statistics (tier `dataset`) and descriptive counts are
+not compared.
 
 `detect_regressions` is the previous unpaired rule (relative drop beyond the tolerance and the
 baseline outside today's bootstrap CI), kept so `benchmarks/regression_power.py` can measure
-both side by side.
+the rules side by side.
 """
 
 from __future__ import annotations
