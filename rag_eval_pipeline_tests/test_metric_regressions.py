@@ -132,15 +132,23 @@ def row(verdicts: pd.DataFrame, system: str, metric: str) -> pd.Series:
 
 
 def test_six_flips_one_way_regress_with_an_exact_test(two_dates: TwoDates) -> None:
-    hit = row(two_dates.verdicts, "drop", "hit_rate@1")
+    """60 queries, 6 lose their relevant document: every Tier 1 metric has p = 1/64 exactly
+    (the sign-flip metrics are enumerated, not sampled), and the primary metrics are alerted."""
+    verdicts = two_dates.verdicts
+    drop = verdicts[(verdicts["system"] == "drop") & (verdicts["tier"] == "tier1_retrieval")]
+    assert len(drop) == 20
+    np.testing.assert_allclose(drop["p_value"], 1 / 64, rtol=1e-12)
+    assert set(drop["test"]) == {"exact sign test (McNemar)", "paired sign-flip test"}
+    hit = row(verdicts, "drop", "hit_rate@1")
     assert (hit["baseline_value"], hit["value"]) == (pytest.approx(0.8), pytest.approx(0.7))
     assert (hit["n_paired"], hit["n_worse"], hit["n_better"]) == (60, 6, 0)
-    assert hit["test"] == "exact sign test (McNemar)"
-    assert hit["p_value"] == pytest.approx(0.015625)
-    assert hit["q_value"] < 0.05 and hit["verdict"] == "regressed" and hit["alert"]
-    precision = row(two_dates.verdicts, "drop", "precision@5")
-    assert precision["test"] == "paired sign-flip randomization"
-    assert precision["verdict"] == "regressed"
+    assert hit["role"] == "secondary"
+    for metric in ("ndcg@10", "hit_rate@5"):
+        primary = row(verdicts, "drop", metric)
+        assert primary["role"] == "primary" and primary["n_items"] == 60
+        assert primary["q_value"] < 0.05 and primary["verdict"] == "regressed"
+        assert primary["alert"]
+    assert row(verdicts, "drop", "precision@5")["test"] == "paired sign-flip test"
 
 
 def test_unchanged_and_balanced_systems_are_not_alerted(two_dates: TwoDates) -> None:
@@ -148,8 +156,10 @@ def test_unchanged_and_balanced_systems_are_not_alerted(two_dates: TwoDates) -> 
     for system in ("same", "swap"):
         rows = verdicts[(verdicts["system"] == system) & (verdicts["tier"] == "tier1_retrieval")]
         assert len(rows) > 10
-        assert set(rows["verdict"]) == {"no significant change"}, system
+        assert set(rows["verdict"]) <= {"no significant change", "untestable"}, system
         assert not rows["alert"].any()
+    same = verdicts[(verdicts["system"] == "same") & (verdicts["tier"] == "tier1_retrieval")]
+    assert set(same["reason"]) == {"no item changed: nothing to test"}
     swap = row(verdicts, "swap", "hit_rate@1")
     assert (swap["n_worse"], swap["n_better"]) == (6, 6)
     assert swap["p_value"] == pytest.approx(0.6128, abs=1e-4)
@@ -161,7 +171,8 @@ def test_detectable_change_says_what_the_partition_could_flag(two_dates: TwoDate
     """HitRate@1 at 0.80 on 60 questions: a lone drop is flagged only when enough questions
     flip 1 → 0 for the exact sign test to clear BH's bar α / m (m tests in the partition)."""
     verdicts = two_dates.verdicts
-    bar = 0.05 / int(verdicts["p_value"].notna().sum())
+    bar = row(verdicts, "same", "hit_rate@1")["bar"]
+    assert bar == row(verdicts, "swap", "hit_rate@1")["bar"] < 0.05 / 40  # a secondary's share
 
     def fewest(back: int) -> int:
         return next(
@@ -227,8 +238,8 @@ def test_sensor_sends_one_grouped_message_once(two_dates: TwoDates) -> None:
         text = receiver.bodies[0]["text"]
         assert f"on {VERSION} {DAY2} (baseline {VERSION} {DAY1})" in text.splitlines()[0]
         assert "*drop*" in text and "same" not in text and "swap" not in text
-        assert "hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in text
-        assert ", n = 60)" in text and "more" in text
+        assert "hit_rate@5 [primary]: 0.8000 → 0.7000 (-12.5%; q = " in text
+        assert ", n = 60)" in text and "nan" not in text
         assert "http://ui:3000/assets/metric_regressions?partition=flips%7C2026-11-21" in text
         assert f"report: {two_dates.tmp / 'reports' / VERSION / DAY2}.html" in text
         again = build_sensor_context(
@@ -312,7 +323,7 @@ def test_detectable_change_of_a_lower_is_better_continuous_metric() -> None:
         RegressionRule(),
     )
     metric = row(verdicts, "s", "avg_latency")
-    assert metric["test"] == "paired sign-flip randomization" and not metric["higher_is_better"]
+    assert metric["test"] == "paired sign-flip test" and not metric["higher_is_better"]
     changes = today - base  # worse = higher
     centred = changes - changes.mean()
     z = stats.norm.ppf(1 - 0.05)  # one tested metric: the bar is α
@@ -430,7 +441,8 @@ def test_one_slow_interaction_is_not_a_latency_regression() -> None:
         "latency_p95_ms",
     )
     assert tested["test"] == QUANTILE_TEST and tested["p_value"] == pytest.approx(0.5)
-    assert tested["verdict"] == "no significant change" and not tested["alert"]
+    assert tested["verdict"] == "untestable" and not tested["alert"]  # says so, no page
+    assert tested["reason"].startswith("n = 0: too few items to test (smallest reachable p 0.5")
     effect_only = row(
         compare_partitions(day("d2", 1200.0, False), day("d1", 900.0, False), RegressionRule()),
         "production",
@@ -518,7 +530,7 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
     second = completed.stdout
     assert f"{VERSION}|{DAY2}: needs a look" in second
     assert "regression alert(s) (asset metric_regressions):" in second
-    assert "tier1_retrieval · drop · hit_rate@1: 0.8000 → 0.7000 (-12.5%; q = " in second
+    assert "tier1_retrieval · drop · hit_rate@5 [primary]: 0.8000 → 0.7000 (-12.5%; q = " in second
     assert "check scorecard_regressions on evaluation_scorecard failed (WARN)" in second
     assert " · swap · " not in second and " · same · " not in second
 

@@ -50,13 +50,40 @@ def test_one_sided_randomization_matches_scipy_exact_permutation(alternative: st
 
 def test_both_tails_from_one_draw_equal_the_one_sided_tests() -> None:
     rng = np.random.default_rng(11)
-    a, b = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+    a, b = rng.uniform(0, 1, 60), rng.uniform(0, 1, 60)  # beyond exact enumeration
     less, greater = paired_randomization_tails(a, b, n_resamples=5000, seed=2)
     assert less == paired_randomization_test(a, b, alternative="less", n_resamples=5000, seed=2)
     assert greater == paired_randomization_test(
         a, b, alternative="greater", n_resamples=5000, seed=2
     )
     assert np.isnan(paired_randomization_tails([], [])).all()
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 13, 18])
+def test_sign_flip_tails_enumerate_exactly_as_scipy(n: int) -> None:
+    """Up to 40 non-zero differences every sign pattern is enumerated: scipy's exact test."""
+    rng = np.random.default_rng(n)
+    a = rng.uniform(0, 1, n + 3)
+    b = a - 0.05 + rng.normal(0, 0.1, n + 3)
+    b[:3] = a[:3]  # three unchanged items: they carry no sign
+    expected = [
+        stats.permutation_test(
+            (b[3:] - a[3:],),
+            np.sum,
+            permutation_type="samples",
+            alternative=alternative,
+            n_resamples=np.inf,
+        ).pvalue
+        for alternative in ("less", "greater")
+    ]
+    np.testing.assert_allclose(paired_randomization_tails(a, b), expected, rtol=1e-12)
+
+
+def test_exact_sign_flip_of_six_items_one_way_is_one_in_64() -> None:
+    base = np.array([0.9, 0.8, 0.7, 1.0, 0.6, 0.75, 0.5, 0.5])
+    today = base - np.array([0.1, 0.2, 0.05, 0.3, 0.1, 0.15, 0.0, 0.0])
+    assert paired_randomization_tails(base, today) == (1 / 64, 1.0)
+    assert paired_randomization_tails(base, base) == (1.0, 1.0)
 
 
 def test_randomization_rejects_unknown_alternative() -> None:

@@ -11,7 +11,7 @@ from rag_eval_pipeline.reporting.escaping import markdown_cell
 
 def _format(value: object) -> str:
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.4f}"
+        return "—" if math.isnan(value) else f"{value:.4f}"
     return markdown_cell(value)
 
 

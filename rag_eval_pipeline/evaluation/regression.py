@@ -4,37 +4,49 @@
 
 - **paired test** on the items both dates scored (`PartitionScores.items`): 0/1 metrics use the
   exact one-sided sign test on the discordant pairs (McNemar), other metrics the one-sided
-  paired sign-flip randomization test (seeded); items scored on one date only are counted
-  (`n_only_baseline`, `n_only_current`), not silently dropped;
+  paired sign-flip test, exact (every sign pattern enumerated) up to 40 non-zero differences and
+  seeded Monte Carlo beyond; items scored on one date only are counted (`n_only_baseline`,
+  `n_only_current`), not silently dropped;
 - **unpaired test** on samples of each date (`PartitionScores.samples`: the system under
   test's per-question latencies, and the traffic tier's interactions, which differ from day to
-  day): latency percentiles use the one-sided quantile exceedance test (the share of each
-  day's values above the pooled percentile, compared by Fisher's exact test), 0/1 metrics the
+  day): latency percentiles use the one-sided quantile exceedance test, 0/1 metrics the
   one-sided Fisher's exact test, other metrics the one-sided two-sample permutation test of
-  the difference in means (seeded). No item is paired, so `n_paired` (and `n_worse`,
-  `n_better`) is 0, and the sample sizes are `n_only_baseline` (the baseline date's values)
-  and `n_only_current` (today's); the `reason` repeats them. Error rows (NaN) are left out of
-  both samples;
-- **Benjamini–Hochberg** q-values over the partition's tested metrics, paired and unpaired in
-  one family (one family per direction);
+  the difference in means. `n_paired` is 0 and the sample sizes are `n_only_baseline` and
+  `n_only_current`; error rows (NaN) are left out of both samples;
+- **metric roles** (`role`, from `config/thresholds.yaml`): `primary` metrics share
+  `RegressionRule.primary_share` (0.8) of the family's weight, `secondary` ones the rest;
+  **weighted Benjamini–Hochberg** (Genovese, Roeder & Wasserman, 2006) over the partition's
+  primary and secondary tests, one family per direction, weights averaging 1, so a lone
+  primary is rejected at p < α·0.8 / m_primary however many secondaries there are (`bar`
+  holds each row's lone-rejection bar α·w/m). `monitor` metrics (agreement between judge and
+  raters, descriptive figures) are tested in a family of their own and never alerted;
+- a **degenerate** test (no discordant pair, no non-zero difference, all values equal) has
+  p ≡ 1 and leaves the family: it cannot be rejected and would only raise every other bar;
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
-  metric's tolerance: `regression_threshold × |baseline|` (5% by default, per metric in
-  `config/thresholds.yaml`) and `regression_min_change` in absolute terms. `improved` mirrors
-  it. Metrics without per-item values (silhouette, the judge's latency, traffic volume and
-  total cost, single numbers) are judged by the effect rule alone, and the row says so in
-  `test`;
-- `not comparable` with the `reason`: no baseline yet; a new metric; `missing today` (a value
-  on the baseline, NaN or absent today: an alert, e.g. a judge outage); `judge outage` (more
-  than half of the metric's judgments failed today, whatever its value: an alert); or
-  `judge changed` /
-  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never alerted).
+  metric's tolerance (`regression_threshold × |baseline|`, at least `regression_min_change`);
+  `improved` mirrors it. Metrics without per-item values are judged by the effect rule alone;
+- **`untestable`**: a test that did not decide and whose smallest reachable p-value on its
+  items (2⁻ᵏ for k discordant pairs or non-zero differences; the most lopsided table for
+  Fisher's) is above its bar: it could not have flagged anything alone, so it never reads as
+  "no significant change"; the reason says about how many items would detect today's change.
+  A primary metric that is untestable and moved the bad way by more than
+  `RegressionRule.untested_tolerance` (20%) is alerted, labeled "effect only: too few items
+  to test";
+- `not comparable` with the `reason`: no baseline yet; no value on either date (never
+  alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
+  (more than half of the metric's judgments failed today: an alert); or `judge changed` /
+  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never
+  alerted).
 
-Dataset statistics (tier `dataset`) and descriptive counts (`total_pairs`, `n_*`, sample sizes)
-are not quality and are not compared.
+`n_items` is the number of items behind today's value (paired items, else the scorecard's
+count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
+how many items a 10% drop needs to be flagged alone at the row's bar, at today's discordance or
+spread (`metrics.sensitivity`). Dataset statistics (tier `dataset`) and descriptive counts are
+not compared.
 
 `detect_regressions` is the previous unpaired rule (relative drop beyond the tolerance and the
 baseline outside today's bootstrap CI), kept so `benchmarks/regression_power.py` can measure
-both side by side.
+the rules side by side.
 """
 
 from __future__ import annotations
@@ -46,13 +58,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.metrics.sensitivity import sign_flip_min_shift, sign_test_min_worse
+from rag_eval_pipeline.evaluation.scorecard import MONITOR, PRIMARY, SECONDARY
+from rag_eval_pipeline.metrics.sensitivity import (
+    sign_flip_items_needed,
+    sign_flip_min_shift,
+    sign_test_items_needed,
+    sign_test_min_worse,
+)
 from rag_eval_pipeline.metrics.stats import (
     benjamini_hochberg,
     fisher_exact_tails,
+    fisher_p_floor,
     paired_randomization_tails,
     permutation_tails,
     quantile_exceedance_tails,
+    role_weights,
+    sign_flip_p_floor,
     sign_test,
 )
 from rag_eval_pipeline.metrics.traffic import LATENCY_QUANTILES
@@ -115,20 +136,26 @@ def detect_regressions(
     return found[REGRESSION_COLUMNS].reset_index(drop=True)
 
 
-REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE = (
+REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE = (
     "regressed",
     "improved",
     "no significant change",
+    "untestable",
     "not comparable",
 )
-VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE)
+VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE)
 MISSING_TODAY = "missing today"
+NO_VALUE = "no value on either date"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
+# The label of a primary metric alerted on its effect alone (its items are too few to test).
+TOO_FEW_ITEMS = "effect only: too few items to test"
+# The drop `items_needed` is stated for: a 10% relative drop.
+ITEMS_NEEDED_DROP = 0.1
 EFFECT_ONLY = "effect rule only (no per-item scores)"
 SIGN_TEST = "exact sign test (McNemar)"
-RANDOMIZATION_TEST = "paired sign-flip randomization"
+RANDOMIZATION_TEST = "paired sign-flip test"
 FISHER_TEST = "Fisher's exact test (unpaired)"
 PERMUTATION_TEST = "two-sample permutation (unpaired)"
 QUANTILE_TEST = "quantile exceedance test (unpaired, Fisher)"
@@ -155,8 +182,10 @@ DESCRIPTIVE = re.compile(r"^(n_|num_)|(_count|_sample_size|_volume)$|^total_pair
 METRIC_REGRESSION_COLUMNS = [
     *COMPARISON_IDS,
     *CHANGE_COLUMNS,
+    "role",
     "threshold",
     "higher_is_better",
+    "n_items",
     "n_paired",
     "n_only_baseline",
     "n_only_current",
@@ -165,7 +194,9 @@ METRIC_REGRESSION_COLUMNS = [
     "test",
     "p_value",
     "q_value",
+    "bar",
     "detectable_change",
+    "items_needed",
     "verdict",
     "reason",
     "alert",
@@ -189,11 +220,15 @@ class PartitionScores:
 
 @dataclass(frozen=True)
 class RegressionRule:
-    """FDR level α and the randomization test's resamples and seed (a re-run gives the same)."""
+    """FDR level α; the primary metrics' share of the weighted-BH budget; the relative bad
+    change beyond which an untestable primary metric is alerted on its effect; the
+    randomization tests' resamples and seed (a re-run gives the same)."""
 
     alpha: float = 0.05
     n_resamples: int = 10000
     seed: int = 0
+    primary_share: float = 0.8
+    untested_tolerance: float = 0.2
 
 
 def model_feeds(role: str, tier: str, metric: str) -> bool:
@@ -246,40 +281,61 @@ def _binary(base: np.ndarray, cur: np.ndarray) -> bool:
     return bool(np.isin(base, (0.0, 1.0)).all() and np.isin(cur, (0.0, 1.0)).all())
 
 
-def _paired_p(
-    base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
-) -> tuple[str, float, float, int, int]:
-    """(test, p worse, p better, n worse, n better) for one metric's paired items."""
+@dataclass
+class _Test:
+    """One row's test: its name, one-sided p-values, the smallest p-value it could reach on
+    its items (conditional on what moved: 1 when nothing did), and the paired counts."""
+
+    name: str
+    p_worse: float
+    p_better: float
+    floor: float
+    n_worse: int = 0
+    n_better: int = 0
+
+
+def _paired_test(base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule) -> _Test:
+    """The exact sign test for 0/1 items, the paired sign-flip test else."""
     worse = (cur < base) if higher else (cur > base)
     better = (cur > base) if higher else (cur < base)
     n_worse, n_better = int(worse.sum()), int(better.sum())
+    moved = n_worse + n_better
     if _binary(base, cur):
         p_worse = float(sign_test(np.array([n_worse]), np.array([n_better]))[0])
         p_better = float(sign_test(np.array([n_better]), np.array([n_worse]))[0])
-        return SIGN_TEST, p_worse, p_better, n_worse, n_better
+        return _Test(SIGN_TEST, p_worse, p_better, 2.0**-moved, n_worse, n_better)
     p_less, p_greater = paired_randomization_tails(
         base, cur, n_resamples=rule.n_resamples, seed=rule.seed
     )
     p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
-    return RANDOMIZATION_TEST, p_worse, p_better, n_worse, n_better
+    floor = sign_flip_p_floor(moved, rule.n_resamples)
+    return _Test(RANDOMIZATION_TEST, p_worse, p_better, floor, n_worse, n_better)
 
 
-def _unpaired_p(
+def _unpaired_test(
     metric: str, base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
-) -> tuple[str, float, float]:
-    """(test, p worse, p better) for one metric's two independent samples: the quantile test
-    for a latency percentile, Fisher's for 0/1 values, the permutation test of means else."""
+) -> _Test:
+    """The quantile test for a latency percentile, Fisher's for 0/1 values, the permutation
+    test of means else; the floor of the permutation test is that of its resampling."""
     if metric in LATENCY_QUANTILES:
         quantile = LATENCY_QUANTILES[metric]
         test, (p_less, p_greater) = QUANTILE_TEST, quantile_exceedance_tails(base, cur, quantile)
+        cut = np.quantile(np.concatenate([base, cur]), quantile)
+        floor = fisher_p_floor(base.size, cur.size, int((base > cut).sum() + (cur > cut).sum()))
     elif _binary(base, cur):
         test, (p_less, p_greater) = FISHER_TEST, fisher_exact_tails(base, cur)
+        floor = fisher_p_floor(base.size, cur.size, int(base.sum() + cur.sum()))
     else:
         test = PERMUTATION_TEST
         p_less, p_greater = permutation_tails(
             base, cur, n_resamples=rule.n_resamples, seed=rule.seed
         )
-    return (test, p_less, p_greater) if higher else (test, p_greater, p_less)
+        splits = math.comb(base.size + cur.size, cur.size)
+        floor = 1.0 / min(splits, rule.n_resamples + 1)
+        if np.ptp(np.concatenate([base, cur])) == 0.0:
+            floor = 1.0
+    p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
+    return _Test(test, p_worse, p_better, floor)
 
 
 def _changed_roles(current: PartitionScores, baseline: PartitionScores) -> dict[str, str]:
@@ -296,16 +352,53 @@ def _frame_values(scorecard: pd.DataFrame, suffix: str) -> pd.DataFrame:
     columns = [
         *KEY,
         "value",
+        "count",
         "error_rate",
         "higher_is_better",
         "regression_threshold",
         "regression_min_change",
+        "role",
     ]
     present = [c for c in columns if c in scorecard.columns]
     frame = scorecard[present]
     keep = [is_quality_metric(t, m) for t, m in zip(frame["tier"], frame["metric"], strict=True)]
     frame = frame[np.asarray(keep, dtype=bool)]
     return frame.rename(columns={c: c + suffix for c in present if c not in KEY})
+
+
+def _row_reason(
+    baseline: PartitionScores | None,
+    base: float,
+    cur: float,
+    errors: float,
+    moved: list[str],
+) -> str:
+    """Why a row is not comparable ("" when it is), in words."""
+    if baseline is None:
+        return "no baseline yet (first evaluation)"
+    if not np.isfinite(base) and not np.isfinite(cur):
+        return NO_VALUE
+    if not np.isfinite(cur):
+        return MISSING_TODAY
+    if errors > OUTAGE_ERROR_RATE:
+        return f"{OUTAGE}: {errors:.0%} of its judgments failed today"
+    if not np.isfinite(base):
+        return "no baseline value"
+    return "; ".join(moved)
+
+
+def _role_bars(
+    primary: np.ndarray, n_primary: int, n_secondary: int, rule: RegressionRule
+) -> np.ndarray:
+    """Each row's lone-rejection bar α · w / m in a family of `n_primary` primary and
+    `n_secondary` secondary tests (weights of `metrics.stats.role_weights`)."""
+    if n_primary == 0 or n_secondary == 0:
+        return np.full(primary.shape, rule.alpha / max(1, n_primary + n_secondary))
+    return np.where(
+        primary,
+        rule.alpha * rule.primary_share / n_primary,
+        rule.alpha * (1.0 - rule.primary_share) / n_secondary,
+    )
 
 
 def compare_partitions(
@@ -318,11 +411,17 @@ def compare_partitions(
     )
     if rows.empty:
         return pd.DataFrame(columns=METRIC_REGRESSION_COLUMNS)
-    for column in ("higher_is_better", "regression_threshold", "regression_min_change"):
-        rows[column] = rows[column + "_c"].combine_first(rows[column + "_b"])
+    for column in ("higher_is_better", "regression_threshold", "regression_min_change", "role"):
+        if column + "_c" not in rows:
+            rows[column + "_c"] = rows.get(column + "_b", np.nan)
+        rows[column] = rows[column + "_c"].combine_first(
+            rows.get(column + "_b", rows[column + "_c"])
+        )
     rows["regression_min_change"] = rows["regression_min_change"].fillna(0.0)
+    role = rows["role"].fillna(SECONDARY).astype(str).to_numpy()
     cur = rows["value_c"].to_numpy(dtype=float)
     errors = rows.get("error_rate_c", pd.Series(0.0, index=rows.index)).fillna(0.0).to_numpy(float)
+    count = rows.get("count_c", pd.Series(np.nan, index=rows.index)).to_numpy(float)
     base = rows["value_b"].to_numpy(dtype=float)
     higher = rows["higher_is_better"].astype(bool).to_numpy()
     tolerance = rows["regression_threshold"].to_numpy(dtype=float)
@@ -332,73 +431,97 @@ def compare_partitions(
         relative = np.where(base != 0, (cur - base) / np.abs(base), np.sign(cur - base) * np.inf)
     paired = _paired(current.items, baseline.items) if baseline is not None else {}
     samples = _unpaired(current.samples, baseline.samples) if baseline is not None else {}
-    tested: list[np.ndarray | None] = [None] * len(rows)
     changed = _changed_roles(current, baseline) if baseline is not None else {}
     n = len(rows)
-    test = np.full(n, "", dtype=object)
+    tests: list[_Test | None] = [None] * n
+    tested: list[np.ndarray | None] = [None] * n
     reason = np.full(n, "", dtype=object)
-    p_worse, p_better = np.full(n, np.nan), np.full(n, np.nan)
-    counts = np.zeros((n, 5), dtype=np.int64)
+    counts = np.zeros((n, 3), dtype=np.int64)
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
-        if baseline is None:
-            reason[i] = "no baseline yet (first evaluation)"
-            continue
         moved = [
-            f"{role} changed ({ids})"
-            for role, ids in changed.items()
-            if model_feeds(role, tier, metric)
+            f"{r} changed ({ids})" for r, ids in changed.items() if model_feeds(r, tier, metric)
         ]
-        if np.isfinite(base[i]) and not np.isfinite(cur[i]):
-            reason[i] = MISSING_TODAY
-        elif errors[i] > OUTAGE_ERROR_RATE:
-            reason[i] = f"{OUTAGE}: {errors[i]:.0%} of its judgments failed today"
-        elif not np.isfinite(base[i]):
-            reason[i] = "no baseline value" if np.isfinite(cur[i]) else "no value on either date"
-        elif moved:
-            reason[i] = "; ".join(moved)
+        reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))
         if items is not None:
-            counts[i, 0], counts[i, 1], counts[i, 2] = items[0].size, items[2], items[3]
+            counts[i] = (items[0].size, items[2], items[3])
         elif sample is not None:
-            counts[i, 1], counts[i, 2] = sample[0].size, sample[1].size
+            counts[i, 1:] = (sample[0].size, sample[1].size)
         if reason[i]:
             continue
         if items is not None and items[0].size:
-            test[i], p_worse[i], p_better[i], counts[i, 3], counts[i, 4] = _paired_p(
-                items[0], items[1], bool(higher[i]), rule
-            )
+            tests[i] = _paired_test(items[0], items[1], bool(higher[i]), rule)
             tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
         elif sample is not None and sample[0].size and sample[1].size:
-            test[i], p_worse[i], p_better[i] = _unpaired_p(metric, *sample, bool(higher[i]), rule)
-        else:
-            test[i] = EFFECT_ONLY
-    q_worse, q_better = benjamini_hochberg(p_worse), benjamini_hochberg(p_better)
+            tests[i] = _unpaired_test(metric, *sample, bool(higher[i]), rule)
     comparable = reason == ""
-    effect_only = test == EFFECT_ONLY
+    has_test = np.array([t is not None for t in tests])
+    floors = np.array([t.floor if t else np.nan for t in tests])
+    p_worse = np.array([t.p_worse if t else np.nan for t in tests])
+    p_better = np.array([t.p_better if t else np.nan for t in tests])
+    monitor, primary = role == MONITOR, role == PRIMARY
+    degenerate = has_test & (floors >= 1.0)
+    active = comparable & has_test & ~degenerate & ~monitor
+    bars = _role_bars(primary, int((active & primary).sum()), int((active & ~primary).sum()), rule)
+    weights = np.ones(n)
+    weights[active] = role_weights(primary[active], rule.primary_share)
+    watched = comparable & has_test & ~degenerate & monitor
+    bars[watched] = rule.alpha / max(1, int(watched.sum()))
+    q_worse, q_better = np.full(n, np.nan), np.full(n, np.nan)
+    for family, w in ((active, weights[active]), (watched, None)):
+        q_worse[family] = benjamini_hochberg(p_worse[family], w)
+        q_better[family] = benjamini_hochberg(p_better[family], w)
+    towards_bad = worsening > 0
+    q_value = np.where(towards_bad, q_worse, q_better)
+    untestable = active & (floors > bars) & ~(q_value < rule.alpha)
+    effect_only = comparable & ~has_test
     beyond_bad = comparable & (worsening > allowed) & (worsening > 0)
     beyond_good = comparable & (-worsening > allowed) & (worsening < 0)
     regressed = beyond_bad & (effect_only | (q_worse < rule.alpha))
     improved = beyond_good & (effect_only | (q_better < rule.alpha))
-    verdict = np.where(
-        regressed,
-        REGRESSED,
-        np.where(improved, IMPROVED, np.where(comparable, NO_CHANGE, NOT_COMPARABLE)),
-    )
-    towards_bad = worsening > 0
+    verdict = np.select(
+        [regressed, improved, untestable, comparable],
+        [REGRESSED, IMPROVED, UNTESTABLE, NO_CHANGE],
+        NOT_COMPARABLE,
+    ).astype(object)
     p_value = np.where(towards_bad, p_worse, p_better)
-    q_value = np.where(towards_bad, q_worse, q_better)
+    too_few = (
+        untestable & primary & beyond_bad & (worsening > rule.untested_tolerance * np.abs(base))
+    )
+    n_worse = np.array([t.n_worse if t else 0 for t in tests])
+    n_better = np.array([t.n_better if t else 0 for t in tests])
+    detectable, needed = np.full(n, np.nan), np.full(n, np.nan)
+    for i in np.flatnonzero(comparable & (base != 0)):
+        name = tests[i].name if tests[i] else EFFECT_ONLY
+        detectable[i] = _detectable_change(
+            name, tested[i], int(n_better[i]), bars[i], allowed[i], rule.n_resamples
+        ) / abs(base[i])
+        if primary[i] and tested[i] is not None:
+            needed[i] = _items_needed(name, tested[i], int(n_better[i]), base[i], bars[i], rule)
     for i in np.flatnonzero(comparable):
-        reason[i] = _reason(verdict[i], effect_only[i], q_value[i], rule.alpha, tolerance[i])
-        if test[i] in UNPAIRED_TESTS:
+        name = tests[i].name if tests[i] else EFFECT_ONLY
+        if untestable[i]:
+            reason[i] = _untestable_reason(
+                int(counts[i, 0]), floors[i], bars[i], tested[i], int(n_better[i]), rule, too_few[i]
+            )
+        elif degenerate[i] and name in UNPAIRED_TESTS:
+            reason[i] = "every value equal on both dates: nothing to test"
+        elif degenerate[i]:
+            reason[i] = "no item changed: nothing to test"
+        else:
+            reason[i] = _reason(verdict[i], effect_only[i], q_value[i], rule.alpha, tolerance[i])
+        if name in UNPAIRED_TESTS:
             reason[i] += (
                 f" (unpaired: {counts[i, 1]} values on the baseline date, {counts[i, 2]} today)"
             )
-    bar = rule.alpha / max(1, int(np.isfinite(p_worse).sum()))
-    detectable = np.full(n, np.nan)
-    for i in np.flatnonzero(comparable & (base != 0)):
-        detectable[i] = _detectable_change(
-            test[i], tested[i], int(counts[i, 4]), bar, allowed[i], rule.n_resamples
-        ) / abs(base[i])
+        if monitor[i]:
+            reason[i] += " (monitored: never alerted)"
+    alert = ~monitor & (
+        regressed
+        | too_few
+        | (reason == MISSING_TODAY)
+        | np.char.startswith(reason.astype(str), OUTAGE)
+    )
     result = pd.DataFrame(
         {
             "dataset_version": current.version,
@@ -409,28 +532,82 @@ def compare_partitions(
             "baseline_value": base,
             "value": cur,
             "relative_change": relative,
+            "role": role,
             "threshold": tolerance,
             "higher_is_better": higher,
+            "n_items": np.where(counts[:, 0] > 0, counts[:, 0], count),
             "n_paired": counts[:, 0],
             "n_only_baseline": counts[:, 1],
             "n_only_current": counts[:, 2],
-            "n_worse": counts[:, 3],
-            "n_better": counts[:, 4],
-            "test": test,
+            "n_worse": n_worse,
+            "n_better": n_better,
+            "test": [
+                t.name if t else (EFFECT_ONLY if c else "")
+                for t, c in zip(tests, comparable, strict=True)
+            ],
             "p_value": p_value,
             "q_value": q_value,
+            "bar": np.where(comparable & has_test, bars, np.nan),
             "detectable_change": detectable,
+            "items_needed": needed,
             "verdict": verdict,
             "reason": reason,
-            "alert": regressed
-            | (reason == MISSING_TODAY)
-            | np.char.startswith(reason.astype(str), OUTAGE),
-            **{role: current.identities.get(role) for role in IDENTITY_ROLES},
+            "alert": alert,
+            **{r: current.identities.get(r) for r in IDENTITY_ROLES},
         }
     )
     result["alert_key"] = alert_keys(result)
     order = result.assign(_rank=~result["alert"]).sort_values(["_rank", *KEY], kind="stable")
     return order[METRIC_REGRESSION_COLUMNS].reset_index(drop=True)
+
+
+def _items_needed(
+    test: str,
+    worsening: np.ndarray,
+    n_better: int,
+    base: float,
+    bar: float,
+    rule: RegressionRule,
+) -> float:
+    """About how many paired items a 10% drop (`ITEMS_NEEDED_DROP`) of this metric needs to be
+    flagged alone at `bar`, at today's discordance (0/1) or spread (continuous); NaN for
+    unpaired tests, whose power this does not model."""
+    size = max(1, worsening.size)
+    if test == SIGN_TEST:
+        return sign_test_items_needed(abs(base), n_better / size, ITEMS_NEEDED_DROP, bar)
+    if test == RANDOMIZATION_TEST:
+        spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
+        return sign_flip_items_needed(spread, ITEMS_NEEDED_DROP * abs(base), bar, rule.n_resamples)
+    return math.nan
+
+
+def _untestable_reason(
+    n_paired: int,
+    floor: float,
+    bar: float,
+    worsening: np.ndarray | None,
+    n_better: int,
+    rule: RegressionRule,
+    alerted: bool,
+) -> str:
+    """Why a row cannot be tested, and about how many items would detect today's change."""
+    head = f"{TOO_FEW_ITEMS}: " if alerted else ""
+    text = (
+        f"{head}n = {n_paired}: too few items to test (smallest reachable p {floor:.3g} > "
+        f"this metric's bar {bar:.3g})"
+    )
+    if worsening is None or worsening.size == 0 or n_paired == 0:
+        return text
+    shift = abs(float(worsening.mean()))
+    if np.isin(worsening, (-1.0, 0.0, 1.0)).all():
+        change = abs(float(worsening.sum())) / worsening.size
+        needed = sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
+    else:
+        spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
+        needed = sign_flip_items_needed(spread, shift, bar, rule.n_resamples)
+    if math.isfinite(needed):
+        text += f"; about {int(needed)} items would detect this change"
+    return text
 
 
 def _detectable_change(

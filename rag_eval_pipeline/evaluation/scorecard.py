@@ -34,6 +34,7 @@ SCORECARD_COLUMNS = [
     "band",
     "regression_threshold",
     "regression_min_change",
+    "role",
 ]
 LOWER_IS_BETTER_MARKERS = (
     "latency",
@@ -44,6 +45,10 @@ LOWER_IS_BETTER_MARKERS = (
     "cost",
 )
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
+# Metric roles: primary metrics share most of the alert budget, secondary ones the rest,
+# monitored ones are tested and shown but never alerted (see `evaluation.regression`).
+PRIMARY, SECONDARY, MONITOR = "primary", "secondary", "monitor"
+ROLES = (PRIMARY, SECONDARY, MONITOR)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class Thresholds:
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     versions: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     default_regression: float = 0.05
+    tier_roles: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    default_role: str = SECONDARY
+    primary_share: float = 0.8
+    untested_tolerance: float = 0.2
 
     @classmethod
     def load(cls, path: Path) -> Thresholds:
@@ -60,11 +69,53 @@ class Thresholds:
         if not Path(path).exists():
             return cls()
         raw = yaml.safe_load(Path(path).read_text()) or {}
-        return cls(
+        roles = raw.get("roles") or {}
+        thresholds = cls(
             metrics=raw.get("metrics") or {},
             versions=raw.get("versions") or {},
             default_regression=float((raw.get("defaults") or {}).get("regression", 0.05)),
+            tier_roles=roles.get("tiers") or {},
+            default_role=roles.get("default", SECONDARY),
+            primary_share=float((raw.get("alert_budget") or {}).get(PRIMARY, 0.8)),
+            untested_tolerance=float(raw.get("untested_tolerance", 0.2)),
         )
+        thresholds.check(path)
+        return thresholds
+
+    def check(self, path: Path) -> None:
+        """Raise `ValueError` naming the file, key and value of an unknown role or a budget
+        outside (0, 1)."""
+        named = [("roles.default", self.default_role)]
+        named += [
+            (f"roles.tiers.{tier}", role) for tier, by in self.tier_roles.items() for role in by
+        ]
+        for scope, rules in (
+            ("metrics", self.metrics),
+            *((f"versions.{v}", r) for v, r in self.versions.items()),
+        ):
+            named += [(f"{scope}.{m}.role", r["role"]) for m, r in rules.items() if "role" in r]
+        for key, role in named:
+            if role not in ROLES:
+                raise ValueError(
+                    f"{path}: {key}: unknown role {role!r} (one of {', '.join(ROLES)})"
+                )
+        if not 0.0 < self.primary_share < 1.0:
+            raise ValueError(
+                f"{path}: alert_budget.primary: {self.primary_share!r} is not in (0, 1)"
+            )
+        if not self.untested_tolerance > 0.0:
+            raise ValueError(f"{path}: untested_tolerance: {self.untested_tolerance!r} is not > 0")
+
+    def role(self, tier: str, metric: str, version: str) -> str:
+        """The metric's role: a `role` in its rule (version overrides win), else the first role
+        of its tier whose patterns match it (`name` or `prefix*`), else the default role."""
+        rule = self.rule(metric, version)
+        if "role" in rule:
+            return str(rule["role"])
+        for role, patterns in self.tier_roles.get(tier, {}).items():
+            if _match({pattern: True for pattern in patterns}, metric):
+                return role
+        return self.default_role
 
     def rule(self, metric: str, version: str) -> dict[str, Any]:
         """The merged rule of `metric` for `version` (version overrides win)."""
@@ -81,10 +132,15 @@ class Thresholds:
 def _lookup(rules: dict[str, dict[str, Any]], metric: str) -> dict[str, Any]:
     """The rule named `metric`, else that of the longest `prefix*` pattern it starts with
     (e.g. `kappa_*` for `kappa_judge_vs_rater_a`), else none."""
+    return _match(rules, metric) or {}
+
+
+def _match(rules: dict[str, Any], metric: str) -> Any:
+    """The value of key `metric`, else of the longest `prefix*` key it starts with, else None."""
     if metric in rules:
         return rules[metric]
     prefixes = [k for k in rules if k.endswith("*") and metric.startswith(k[:-1])]
-    return rules[max(prefixes, key=len)] if prefixes else {}
+    return rules[max(prefixes, key=len)] if prefixes else None
 
 
 def band(value: float, rule: dict[str, Any]) -> str | None:
@@ -113,5 +169,8 @@ def build_scorecard(
     rows["band"] = [band(v, r) for v, r in zip(rows["value"], rules, strict=True)]
     rows["regression_threshold"] = [float(r["regression"]) for r in rules]
     rows["regression_min_change"] = [float(r["min_change"]) for r in rules]
+    rows["role"] = [
+        thresholds.role(t, m, version) for t, m in zip(rows["tier"], rows["metric"], strict=True)
+    ]
     rows = rows.assign(dataset_version=version, date=date)
     return rows[SCORECARD_COLUMNS].sort_values(["tier", "system", "metric"], kind="stable")

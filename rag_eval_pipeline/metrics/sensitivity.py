@@ -15,8 +15,9 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
   ``1 − bar``. With ``s² = mean(e²)`` this is ``δ = z·s / sqrt(n − z²)``; 0 when the
   differences have no spread (every item moved by the same amount). Undetectable (``inf``)
   when the test cannot produce a p-value under the bar at all: ``n ≤ z²``, or its floor
-  ``max(2⁻ⁿ, 1 / (n_resamples + 1))`` (all n signs agreeing; the Monte-Carlo p-value's
-  smallest value) is not below the bar. This is the shift of *every* item: items that did
+  (:func:`metrics.stats.sign_flip_p_floor`: ``2⁻ⁿ``, all n signs agreeing, enumerated exactly
+  up to 40 items; beyond, also the Monte-Carlo p-value's smallest value ``1 / (R + 1)``) is
+  not below the bar. This is the shift of *every* item: items that did
   not change add nothing to the sign-flip statistic, so a change confined to k items has
   p ≥ 2⁻ᵏ and, however large, is never flagged when 2⁻ᵏ ≥ bar (the same item count as
   :func:`sign_test_min_worse` with nothing moving back).
@@ -30,9 +31,17 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rag_eval_pipeline.metrics.stats import sign_test
+from rag_eval_pipeline.metrics.stats import sign_flip_p_floor, sign_test
 
-__all__ = ["sign_flip_min_shift", "sign_test_min_worse"]
+# Up to this many items, `sign_test_items_needed` tries every count.
+EXACT_SCAN = 1024
+
+__all__ = [
+    "sign_flip_items_needed",
+    "sign_flip_min_shift",
+    "sign_test_items_needed",
+    "sign_test_min_worse",
+]
 
 
 def sign_test_min_worse(n_better: int, bar: float, max_worse: int) -> float:
@@ -70,8 +79,60 @@ def sign_flip_min_shift(differences: ArrayLike, bar: float, n_resamples: int) ->
         raise ValueError(f"bar must be in (0, 1), got {bar}")
     z = NormalDist().inv_cdf(1.0 - bar)
     n = d.size
-    if n <= z * z or max(2.0**-n, 1.0 / (n_resamples + 1)) >= bar:
+    if n <= z * z or sign_flip_p_floor(n, n_resamples) >= bar:
         return math.inf
     centred = d - d.mean()
     spread = math.sqrt(float(np.mean(centred * centred)))
     return z * spread / math.sqrt(n - z * z)
+
+
+def sign_test_items_needed(
+    base_mean: float, back_rate: float, drop: float, bar: float, limit: int = 10_000_000
+) -> float:
+    """About how many items a 0/1 metric needs for a relative `drop` of its mean `base_mean`
+    to be flagged alone by the exact one-sided sign test at p < `bar`.
+
+    Today's noise is the share `back_rate` of items that moved the good way; noise moves as many
+    the bad way, and the drop adds ``drop · base_mean`` more. With N items that is
+    ``W = ⌈N · (back_rate + drop · base_mean)⌉`` worse and ``B = ⌊N · back_rate⌋`` better; the
+    answer is the smallest N whose sign test on (W, B) has p < `bar` (rounding makes p jagged
+    in N, so up to `EXACT_SCAN` items every N is tried; beyond, a power-of-two bracket and
+    bisection give an N within the jagged stretch), ``inf`` when none up to `limit` does (no
+    drop, or noise too large).
+    """
+    moved = drop * base_mean
+    if not (moved > 0 and 0.0 < bar < 1.0) or back_rate < 0:
+        return math.inf
+
+    def clears(n: int) -> bool:
+        worse = math.ceil(n * (back_rate + moved) - 1e-9)
+        better = math.floor(n * back_rate + 1e-9)
+        return bool(sign_test(np.array([worse]), np.array([better]))[0] < bar)
+
+    high = 1
+    while not clears(high):
+        high *= 2
+        if high > limit:
+            return math.inf
+    if high <= EXACT_SCAN:
+        return float(next(n for n in range(1, high + 1) if clears(n)))
+    low = high // 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if clears(middle) else (middle, high)
+    return float(high)
+
+
+def sign_flip_items_needed(spread: float, shift: float, bar: float, n_resamples: int) -> float:
+    """About how many items a continuous metric needs for a shift `shift` of every item to be
+    flagged alone by the one-sided sign-flip test at p < `bar`, with today's paired
+    differences' spread `spread` (root mean square around their mean): the inverse of
+    :func:`sign_flip_min_shift`, ``N = z² + (z · spread / shift)²``, and at least enough items
+    for the test's p-value floor to be below the bar; ``inf`` for no shift."""
+    if not (shift > 0 and 0.0 < bar < 1.0):
+        return math.inf
+    z = NormalDist().inv_cdf(1.0 - bar)
+    needed = max(
+        math.floor(z * z + (z * spread / shift) ** 2) + 1, math.floor(math.log2(1.0 / bar)) + 1
+    )
+    return math.inf if sign_flip_p_floor(needed, n_resamples) >= bar else float(needed)

@@ -38,12 +38,15 @@ __all__ = [
     "bootstrap_ci",
     "compare_paired",
     "fisher_exact_tails",
+    "fisher_p_floor",
     "paired_bootstrap_ci",
     "paired_randomization_tails",
     "paired_randomization_test",
     "percentiles",
     "permutation_tails",
     "quantile_exceedance_tails",
+    "role_weights",
+    "sign_flip_p_floor",
     "sign_test",
     "summarize",
 ]
@@ -224,25 +227,78 @@ def _tail_counts(
     return less, greater
 
 
-def paired_randomization_tails(
-    a: ArrayLike, b: ArrayLike, *, n_resamples: int = 10000, seed: int = 0
-) -> tuple[float, float]:
-    """``(p_less, p_greater)`` of :func:`paired_randomization_test` from one set of sign flips.
+# Up to this many non-zero paired differences, the sign-flip test enumerates every sign pattern.
+EXACT_SIGN_FLIP_MAX = 40
 
-    Both equal the corresponding one-sided calls with the same seed (the same signs are drawn),
-    at half the cost. Empty input gives ``(nan, nan)``.
+
+def paired_randomization_tails(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    exact_max: int = EXACT_SIGN_FLIP_MAX,
+) -> tuple[float, float]:
+    """``(p_less, p_greater)`` of the one-sided paired sign-flip tests of ``mean(b - a)``.
+
+    Only the ``k`` non-zero differences carry information (a zero is the same under either
+    sign). When ``k <= exact_max`` every one of the ``2^k`` sign patterns is enumerated and
+    ``p = count / 2^k`` exactly, as ``scipy.stats.permutation_test((a, b), statistic,
+    permutation_type="samples", n_resamples=np.inf)`` (its smallest value is ``2^-k``, all
+    signs agreeing). The enumeration is meet-in-the-middle: the differences are split into two
+    halves, the ``2^⌈k/2⌉`` and ``2^⌊k/2⌋`` signed sums of each are listed, and for each sum of
+    the first half the sums of the second half that complete a pattern at most / at least the
+    observed sum are counted by binary search, so time and memory grow with ``2^(k/2)``, not
+    ``2^k``. Beyond ``exact_max``, :func:`paired_randomization_test`'s ``n_resamples`` random
+    sign vectors (seeded), ``p = (count + 1) / (n_resamples + 1)``; both tails come from the
+    same draws. Ties within ``1e-9 · Σ|d|`` count as ties (equal sums added in another order).
+    Empty input gives ``(nan, nan)``; no non-zero difference gives ``(1.0, 1.0)``.
     """
     differences = _paired_differences(a, b)
     if n_resamples < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     if differences.size == 0:
         return (float("nan"), float("nan"))
-    observed = differences.sum()
-    tolerance = 1e-9 * np.abs(differences).sum()
-    less, greater = _tail_counts(
-        _sign_flip_sums(differences, n_resamples, seed), observed, tolerance
-    )
+    nonzero = differences[differences != 0.0]
+    if nonzero.size == 0:
+        return (1.0, 1.0)
+    observed = nonzero.sum()
+    tolerance = 1e-9 * np.abs(nonzero).sum()
+    if nonzero.size <= exact_max:
+        less, greater = _enumerated_tail_counts(nonzero, observed, tolerance)
+        total = 2.0**nonzero.size
+        return (less / total, greater / total)
+    less, greater = _tail_counts(_sign_flip_sums(nonzero, n_resamples, seed), observed, tolerance)
     return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
+
+
+def _all_signed_sums(values: np.ndarray) -> np.ndarray:
+    """``Σ ± values`` over all ``2^len(values)`` sign patterns (sorted ascending)."""
+    sums = np.zeros(1)
+    for value in values:
+        sums = np.concatenate([sums - value, sums + value])
+    return np.sort(sums)
+
+
+def _enumerated_tail_counts(
+    differences: np.ndarray, observed: float, tolerance: float
+) -> tuple[int, int]:
+    """How many of the ``2^k`` sign patterns have a signed sum at most / at least ``observed``
+    (within ``tolerance``), by meet-in-the-middle over two halves of the differences."""
+    half = (differences.size + 1) // 2
+    left, right = _all_signed_sums(differences[:half]), _all_signed_sums(differences[half:])
+    less = np.searchsorted(right, observed + tolerance - left, side="right").sum()
+    greater = right.size - np.searchsorted(right, observed - tolerance - left, side="left")
+    return int(less), int(greater.sum())
+
+
+def sign_flip_p_floor(
+    n_nonzero: int, n_resamples: int, exact_max: int = EXACT_SIGN_FLIP_MAX
+) -> float:
+    """The smallest p-value :func:`paired_randomization_tails` can return on ``n_nonzero``
+    non-zero differences: ``2^-k`` enumerated, ``max(2^-k, 1 / (n_resamples + 1))`` beyond."""
+    exact = 2.0**-n_nonzero
+    return exact if n_nonzero <= exact_max else max(exact, 1.0 / (n_resamples + 1))
 
 
 def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
@@ -320,6 +376,30 @@ def fisher_exact_tails(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
         - (log_factorial[n] - log_factorial[n_b] - log_factorial[n - n_b])
     )
     return (_tail_probability(log_pmf[x <= k_b]), _tail_probability(log_pmf[x >= k_b]))
+
+
+def fisher_p_floor(n_a: int, n_b: int, ones: int) -> float:
+    """The smallest one-sided p-value :func:`fisher_exact_tails` can return for samples of
+    ``n_a`` and ``n_b`` values with ``ones`` ones in all: the hypergeometric probability of the
+    more extreme of the two most lopsided tables (1.0 when every value is equal)."""
+    n = n_a + n_b
+    if n_a == 0 or n_b == 0 or ones in (0, n):
+        return 1.0
+    log_factorial = _log_factorials(n)
+
+    def log_pmf(x: int) -> float:
+        return float(
+            log_factorial[ones]
+            - log_factorial[x]
+            - log_factorial[ones - x]
+            + log_factorial[n - ones]
+            - log_factorial[n_b - x]
+            - log_factorial[n - ones - n_b + x]
+            - (log_factorial[n] - log_factorial[n_b] - log_factorial[n - n_b])
+        )
+
+    low, high = max(0, n_b - (n - ones)), min(ones, n_b)
+    return math.exp(min(log_pmf(low), log_pmf(high)))
 
 
 def quantile_exceedance_tails(a: ArrayLike, b: ArrayLike, q: float) -> tuple[float, float]:
@@ -429,13 +509,20 @@ def _random_split_sums(
         yield shuffled[:, :n_b].sum(axis=1)
 
 
-def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values) controlling the false discovery rate.
+def benjamini_hochberg(p_values: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values), optionally weighted.
 
-    ``q_(i) = min_{j >= i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values sorted
-    ascending (``scipy.stats.false_discovery_control(method="bh")``); rejecting every test with
-    ``q < α`` keeps the expected share of false discoveries at most α for independent or
-    positively dependent tests. NaN p-values (no test) stay NaN and do not count in ``m``.
+    Unweighted: ``q_(i) = min_{j >= i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values
+    sorted ascending (``scipy.stats.false_discovery_control(method="bh")``); rejecting every
+    test with ``q < α`` keeps the expected share of false discoveries at most α for
+    independent or positively dependent tests.
+
+    Weighted (Genovese, Roeder & Wasserman, 2006): with weights ``w_i > 0`` averaging 1 over
+    the ``m`` tests, the same step-up runs on ``p_i / w_i``, so ``q_i`` is the BH q-value of
+    ``p_i / w_i``. It rejects ``H_(i)`` when ``p_(i) / w_(i) ≤ k · α / m`` for the largest
+    such ``k``; a lone rejection needs ``p_i < α · w_i / m``. FDR ≤ α holds under the same
+    conditions. Weights of 1 give the unweighted q-values. NaN p-values (no test) stay NaN and
+    do not count in ``m``; weights must be positive and finite where p is finite.
     """
     p = np.asarray(p_values, dtype=np.float64)
     q = np.full(p.shape, np.nan)
@@ -443,13 +530,39 @@ def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:
     m = int(finite.sum())
     if m == 0:
         return q
-    order = np.argsort(p[finite], kind="stable")
-    ranked = p[finite][order] * m / np.arange(1, m + 1)
+    scaled = p[finite]
+    if weights is not None:
+        w = np.broadcast_to(np.asarray(weights, dtype=np.float64), p.shape)[finite]
+        if not (np.isfinite(w).all() and (w > 0).all()):
+            raise ValueError("weights must be positive and finite for every finite p-value")
+        scaled = scaled / w
+    order = np.argsort(scaled, kind="stable")
+    ranked = scaled[order] * m / np.arange(1, m + 1)
     adjusted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
     values = np.empty(m)
     values[order] = adjusted
     q[finite] = values
     return q
+
+
+def role_weights(is_primary: ArrayLike, primary_share: float) -> np.ndarray:
+    """Weighted-BH weights for a family of primary and secondary tests, averaging 1.
+
+    The primaries share ``primary_share`` of the total weight ``m`` equally, the secondaries
+    the rest: ``w = primary_share · m / m_primary`` for a primary and ``(1 − primary_share) · m
+    / m_secondary`` for a secondary, so a lone primary is rejected at ``p < α ·
+    primary_share / m_primary`` however many secondaries join the family. When the family
+    holds one kind only, every weight is 1 (plain BH).
+    """
+    primary = np.asarray(is_primary, dtype=bool)
+    if not 0.0 < primary_share < 1.0:
+        raise ValueError(f"primary_share must be in (0, 1), got {primary_share}")
+    m, m_primary = primary.size, int(primary.sum())
+    if m_primary in (0, m):
+        return np.ones(m)
+    return np.where(
+        primary, primary_share * m / m_primary, (1.0 - primary_share) * m / (m - m_primary)
+    )
 
 
 def compare_paired(

@@ -20,7 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import MISSING_TODAY, OUTAGE, UNPAIRED_TESTS
+from rag_eval_pipeline.evaluation.regression import (
+    EFFECT_ONLY,
+    ITEMS_NEEDED_DROP,
+    MISSING_TODAY,
+    OUTAGE,
+    TOO_FEW_ITEMS,
+    UNPAIRED_TESTS,
+)
 from rag_eval_pipeline.reporting.escaping import slack_text
 
 
@@ -64,30 +71,67 @@ def _optional(row: Any, name: str, template: str) -> str:
     return "" if value is None or pd.isna(value) else template.format(value)
 
 
+def number(value: Any, template: str = "{:.4f}") -> str:
+    """`value` formatted, or an em dash for a missing or NaN value (never `nan`)."""
+    if value is None or pd.isna(value):
+        return "—"
+    return template.format(value)
+
+
 def sample_size(row: Any) -> str:
-    """`<pairs>`, or `<baseline> vs <today>` for an unpaired test's two samples; "" if unknown."""
-    if getattr(row, "test", None) in UNPAIRED_TESTS:
+    """`<pairs>`, `<baseline> vs <today>` for an unpaired test's two samples, `effect only` for
+    a row without a test; "" if unknown."""
+    test = getattr(row, "test", None)
+    if test in UNPAIRED_TESTS:
         return f"{row.n_only_baseline} vs {row.n_only_current}"
-    return _optional(row, "n_paired", "{}")
+    if test == EFFECT_ONLY or str(getattr(row, "reason", "")).startswith(TOO_FEW_ITEMS):
+        return "effect only"
+    paired = getattr(row, "n_paired", None)
+    if paired is not None and not pd.isna(paired) and paired > 0:
+        return str(int(paired))
+    return _optional(row, "n_items", "{:.0f}")
 
 
 def _sample_size_suffix(row: Any) -> str:
-    """`, n = <sample_size>` when there is one."""
+    """`, n = <sample_size>` (or `, effect only, <count> values`) when there is one."""
     size = sample_size(row)
+    if size == "effect only":
+        return ", effect only" + _optional(row, "n_items", ", n = {:.0f}")
     return f", n = {size}" if size else ""
 
 
 def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
-    """`metric: baseline → current (change; q, n)` for one alerted row, values escaped."""
-    reason = getattr(row, "reason", "")
-    details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size_suffix(row)
+    """`metric [role]: baseline → current (change; q, n) — reason` for one alerted row, values
+    escaped; a missing value reads as `—`, never `nan`."""
+    reason = str(getattr(row, "reason", ""))
+    role = _optional(row, "role", " [{}]")
+    name = f"{escape(row.metric)}{role}"
     if reason == MISSING_TODAY:
-        return f"{escape(row.metric)}: {row.baseline_value:.4f} → missing today"
-    outage = f" — {escape(reason)}" if str(reason).startswith(OUTAGE) else ""
-    return (
-        f"{escape(row.metric)}: {row.baseline_value:.4f} → {row.value:.4f} "
-        f"({row.relative_change:+.1%}{details}){outage}"
-    )
+        return f"{name}: {number(row.baseline_value)} → missing today"
+    details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size_suffix(row)
+    change = number(row.relative_change, "{:+.1%}")
+    labelled = reason.startswith((OUTAGE, TOO_FEW_ITEMS))
+    label = f" — {escape(reason.split(';')[0])}" if labelled else ""
+    return f"{name}: {number(row.baseline_value)} → {number(row.value)} ({change}{details}){label}"
+
+
+def items_needed_lines(verdicts: pd.DataFrame) -> list[str]:
+    """ "To catch a 10% drop of <metric> (<system>): ≈ N questions; you have n" for every primary
+    metric with an estimate."""
+    if "items_needed" not in verdicts.columns:
+        return []
+    rows = verdicts[verdicts["items_needed"].notna() & (verdicts["role"] == "primary")]
+    drop = f"{ITEMS_NEEDED_DROP:.0%}"
+    return [
+        f"to catch a {drop} drop of {r.metric} ({r.system}): "
+        + (
+            f"≈ {int(r.items_needed)} questions"
+            if np.isfinite(r.items_needed)
+            else "no number of questions (too noisy)"
+        )
+        + f"; you have {int(r.n_paired)}"
+        for r in rows.itertuples()
+    ]
 
 
 def alert_lines(regressions: pd.DataFrame) -> list[str]:
@@ -100,13 +144,14 @@ def alert_lines(regressions: pd.DataFrame) -> list[str]:
 
 
 def ordered_alerts(regressions: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.DataFrame:
-    """Alerted rows by system: missing-today and outages first, then headline metrics, then the
-    largest relative change."""
+    """Alerted rows by system: missing-today and outages first, then primary and headline
+    metrics, then the largest relative change."""
     reasons = regressions.get("reason", pd.Series("", index=regressions.index)).astype(str)
+    primary = regressions.get("role", pd.Series("", index=regressions.index)).eq("primary")
     return (
         regressions.assign(
             _missing=(reasons != MISSING_TODAY) & ~reasons.str.startswith(OUTAGE),
-            _other=~regressions["metric"].isin(list(headline_metrics)),
+            _other=~(regressions["metric"].isin(list(headline_metrics)) | primary),
             _size=-regressions["relative_change"].abs().fillna(np.inf),
         )
         .sort_values(["system", "_missing", "_other", "_size"], kind="stable")

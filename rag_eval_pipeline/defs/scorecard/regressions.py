@@ -26,23 +26,31 @@ from rag_eval_pipeline.evaluation.regression import (
     RegressionRule,
     compare_partitions,
 )
+from rag_eval_pipeline.evaluation.scorecard import Thresholds
+from rag_eval_pipeline.reporting.alerting import items_needed_lines
+from rag_eval_pipeline.reporting.escaping import markdown_cell
+from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
 SHOWN = [
     *CHANGE_COLUMNS,
-    "n_paired",
+    "role",
+    "n_items",
     "test",
     "q_value",
     "detectable_change",
+    "items_needed",
     "verdict",
     "reason",
 ]
 
 
 class RegressionConfig(Config):
-    """FDR level α; the randomization test's resamples and seed (fixed: a re-run agrees)."""
+    """FDR level α; the thresholds file (metric roles, alert budget, untested tolerance); the
+    randomization test's resamples and seed (fixed: a re-run agrees)."""
 
     alpha: float = 0.05
+    thresholds_file: str = str(THRESHOLDS_FILE)
     n_resamples: int = 10000
     seed: int = 0
 
@@ -65,8 +73,9 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
         "test for 0/1 metrics, paired randomization otherwise; unpaired for the traffic "
         "tier's daily samples and latency percentiles: Fisher's exact test, a two-sample "
         "permutation test or a quantile exceedance test), p and "
-        "Benjamini–Hochberg q, and the verdict: regressed / improved / no significant change / "
-        "not comparable (reason)."
+        "weighted Benjamini–Hochberg q (metric roles: primary / secondary / monitor), and the "
+        "verdict: regressed / improved / no significant change / untestable / not comparable "
+        "(reason)."
     ),
 )
 def metric_regressions(
@@ -125,7 +134,14 @@ def metric_regressions(
             baseline_identities(store, chosen.version, chosen.date),
             item_scores(tables, SAMPLE_SOURCES),
         )
-    rule = RegressionRule(config.alpha, config.n_resamples, config.seed)
+    thresholds = Thresholds.load(config.thresholds_file)
+    rule = RegressionRule(
+        config.alpha,
+        config.n_resamples,
+        config.seed,
+        thresholds.primary_share,
+        thresholds.untested_tolerance,
+    )
     verdicts = compare_partitions(current, previous, rule)
     counts = verdicts["verdict"].value_counts()
     n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
@@ -139,6 +155,10 @@ def metric_regressions(
                 f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
             ),
             "alpha": MetadataValue.float(config.alpha),
+            "items_needed": MetadataValue.md(
+                "\n".join(f"- {markdown_cell(line)}" for line in items_needed_lines(verdicts))
+                or "no primary metric with paired items"
+            ),
             "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
         }
     )
