@@ -225,8 +225,10 @@ def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
         for path in present:
             print(terminal_text(f"  {path.resolve().as_uri()}"))
     print(
-        "next: `rag-eval scorecard --tier tier1_retrieval` (the numbers), `rag-eval alerts` "
-        "(every regression so far), `make ui` (the asset graph and the plots over dates)"
+        "next: open the report above, or try\n"
+        "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
+        "  rag-eval alerts                     every regression alert so far\n"
+        "  make ui                             the asset graph and the plots over dates"
     )
 
 
@@ -527,31 +529,31 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    scorecard = pd.concat(present, ignore_index=True)
-    if args.format == "table" and not args.all:
-        from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+    from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+    from rag_eval_pipeline.reporting.html_report import DATASET_TIER, TIER_ORDER
+    from rag_eval_pipeline.reporting.terminal import filtered, scorecard_lines
 
+    scorecard = filtered(pd.concat(present, ignore_index=True), args.tier or (), args.system or ())
+    if scorecard.empty:
+        print("No scorecard row matches --tier/--system.", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        _print_frame(scorecard, list(scorecard.columns), "json")
+        return 0
+    total = len(scorecard)
+    if not args.all:
         shown = scorecard["band"].notna() | scorecard["metric"].isin(HEADLINE_METRICS)
+        scorecard = scorecard[shown & (scorecard["tier"] != DATASET_TIER)]
+    order = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    scorecard = scorecard.assign(
+        _order=scorecard["tier"].map(lambda t: order.get(t, len(order)))
+    ).sort_values(["dataset_version", "_order"], kind="stable")
+    print("\n".join(scorecard_lines(scorecard)))
+    if not args.all:
         print(
-            f"{int(shown.sum())} headline and banded metrics of {len(scorecard)} "
-            "(--all for every row, --format json for machines):"
+            f"{len(scorecard)} headline and banded metrics of {total}: --all for every row,\n"
+            "--tier/--system to filter (e.g. --tier tier1 --system bm25), --format json"
         )
-        scorecard = scorecard[shown]
-    _print_frame(
-        scorecard,
-        [
-            "dataset_version",
-            "tier",
-            "system",
-            "metric",
-            "value",
-            "ci_low",
-            "ci_high",
-            "count",
-            "band",
-        ],
-        args.format,
-    )
     return 0
 
 
@@ -656,6 +658,12 @@ def build_parser() -> argparse.ArgumentParser:
     scorecard.add_argument("--date", type=_valid_date, default=_today())
     scorecard.add_argument("--format", choices=("table", "json"), default="table")
     scorecard.add_argument("--all", action="store_true", help="print every metric row")
+    scorecard.add_argument(
+        "--tier", action="append", help="repeatable; a prefix: tier1, traffic, judge..."
+    )
+    scorecard.add_argument(
+        "--system", action="append", help="repeatable; part of a system name, any case"
+    )
     scorecard.set_defaults(handler=cmd_scorecard)
     alerts = commands.add_parser("alerts", help="print the regression alert history")
     alerts.add_argument("--dataset-version")

@@ -28,6 +28,8 @@ MAX_PRINTED = 10
 
 # The check whose failure states levels (bands), not a change: a note, never "needs a look".
 LEVEL_CHECK = "scorecard_thresholds"
+# The check that fails on the alerts already listed (counted once, as alerts).
+ALERTS_CHECK = "scorecard_regressions"
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class PartitionSummary:
     n_errors: int = 0
     n_improved: int = 0
     n_below_band: int = 0
-    has_verdicts: bool = True
+    quiet_verdict: str = "quiet: no significant change"
 
     @property
     def gates(self) -> bool:
@@ -63,7 +65,7 @@ class PartitionSummary:
         if self.n_improved:
             parts.append(f"{self.n_improved} improvement(s)")
         if not parts:
-            parts.append("quiet" if self.has_verdicts else "evaluated (no verdict)")
+            parts.append(self.quiet_verdict)
         return ("needs a look: " if self.needs_look else "") + ", ".join(parts)
 
 
@@ -110,7 +112,7 @@ def partition_summary(
     failed = failed_checks(instance, run_id) if run_id else []
     n_errors = sum(1 for e in failed if e.severity == AssetCheckSeverity.ERROR)
     levels = [e for e in failed if e.check_name == LEVEL_CHECK]
-    failed = [e for e in failed if e.check_name != LEVEL_CHECK]
+    failed = [e for e in failed if e.check_name not in (LEVEL_CHECK, ALERTS_CHECK)]
     below = sum(int(_metadata_int(e, "n_needs_attention")) for e in levels)
     if below:
         lines.append(
@@ -125,9 +127,13 @@ def partition_summary(
             f"failed ({level}){terminal_text(note)}"
         )
     n_improved = 0 if verdicts is None else int((verdicts["verdict"] == IMPROVED).sum())
-    return PartitionSummary(
-        lines, n_alerts, len(failed), n_errors, n_improved, below, verdicts is not None
-    )
+    if verdicts is None:
+        quiet = "evaluated (no verdict)"
+    elif verdicts.empty or verdicts["baseline_date"].isna().all():
+        quiet = "first evaluation: no baseline yet"
+    else:
+        quiet = f"quiet: no significant change since {verdicts['baseline_date'].dropna().iloc[0]}"
+    return PartitionSummary(lines, n_alerts, len(failed), n_errors, n_improved, below, quiet)
 
 
 def _metadata_int(evaluation: AssetCheckEvaluation, name: str) -> int:

@@ -58,7 +58,7 @@ def e2e_generations(
         corpus, staged = lost_answers_corpus(
             dataset.corpus, dataset.relevant_qrels, dataset.manifest.staged_change_drop or 0.0
         )
-        context.log.warning(
+        context.log.info(
             f"staged change (dataset.yaml): the index lost the relevant documents of "
             f"{len(staged)} question(s) on {day}"
         )
