@@ -27,7 +27,7 @@ $(DAGSTER_HOME):
 	test -f $(DAGSTER_HOME)/dagster.yaml || cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: $(STAMP) $(DAGSTER_HOME)
-	$(BIN)/rag-eval run --days 7
+	$(BIN)/rag-eval run --days 7 --parallel 2
 
 test: $(STAMP)
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts

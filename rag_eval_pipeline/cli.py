@@ -54,6 +54,12 @@ def _day_count(text: str) -> int:
     return int(text)
 
 
+def _process_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes from 1 to 64")
+    return int(text)
+
+
 def _valid_date(text: str) -> str:
     try:
         return date.fromisoformat(text).isoformat()
@@ -172,11 +178,54 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _launch_backfill(instance, versions, args)
     if selection:
         check_upstream_stored(defs, selection, versions, days)
+    if args.parallel > 1 and len(versions) > 1:
+        code = _run_side_by_side(versions, args)
+        _print_next_steps(versions, days)
+        return code
     code = 0
     for day in days:
         code = max(code, _materialize_date(instance, versions, args, selection, day, len(days) > 1))
-    _print_next_steps(versions, days)
+    if not args.quiet_end:
+        _print_next_steps(versions, days)
     return code
+
+
+def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
+    """Evaluate the versions in `args.parallel` processes side by side (version i in process
+    i mod N, each version's dates in order, as the run queue runs partitions side by side);
+    their lines are relayed whole. Returns the worst exit code."""
+    import threading
+
+    groups = [list(versions[i :: args.parallel]) for i in range(args.parallel)]
+    common = ["run", "--log-level", args.log_level, "--quiet-end"]
+    common += ["--days", str(args.days)] if args.days else ["--date", args.date]
+    common += ["--force"] if args.force else []
+    common += ["--fail-on-regression"] if args.fail_on_regression else []
+    common += ["--select", args.select] if args.select else []
+    lock = threading.Lock()
+
+    def relay(stream: Any) -> None:
+        for line in stream:
+            with lock:
+                print(line, end="", flush=True)
+
+    processes = []
+    for group in (g for g in groups if g):
+        named = [arg for version in group for arg in ("--dataset-version", version)]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rag_eval_pipeline.cli", *common, *named],
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        thread = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+        thread.start()
+        processes.append((process, thread))
+    codes = []
+    for process, thread in processes:
+        codes.append(process.wait())
+        thread.join()
+    return max(codes)
 
 
 def check_upstream_stored(
@@ -630,6 +679,16 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.add_argument(
+        "--parallel",
+        type=_process_count,
+        default=1,
+        help=(
+            "evaluate the versions in N processes side by side (each version's dates in order): "
+            "`make demo` uses 2, like the run queue's max_concurrent_runs"
+        ),
+    )
+    run.add_argument("--quiet-end", action="store_true", help=argparse.SUPPRESS)
+    run.add_argument(
         "--from",
         dest="from_date",
         type=_valid_date,
@@ -704,6 +763,7 @@ def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace)
         ("--select", args.select),
         ("--force", args.force),
         ("--fail-on-regression", args.fail_on_regression),
+        ("--parallel", args.parallel > 1),
     ):
         if given:
             parser.error(f"{option} does not apply to a --from/--to backfill")
