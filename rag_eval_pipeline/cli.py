@@ -276,7 +276,7 @@ def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
     print(
         "next: open the report above, or try\n"
         "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
-        "  rag-eval alerts                     every regression alert so far\n"
+        "  rag-eval scorecard --system rag     one system's metrics (part of its name)\n"
         "  make ui                             the asset graph and the plots over dates"
     )
 
