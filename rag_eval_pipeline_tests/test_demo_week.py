@@ -9,8 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from dagster import DagsterInstance, materialize
 
-from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
+from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest, utc_today
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
+from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.traffic import day_interactions
 from rag_eval_pipeline.reporting.changes import changes_by_section, roles, week_summary
 from rag_eval_pipeline.reporting.html_report import sparkline_svg
@@ -21,7 +27,7 @@ from rag_eval_pipeline.reporting.terminal import (
     shorten_middle,
 )
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus, questions_hit
-from rag_eval_pipeline_tests.conftest import rag_eval
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, rag_eval
 from rag_eval_pipeline_tests.test_metric_regressions import write_version
 
 LOGS = pd.DataFrame(
@@ -177,17 +183,49 @@ def test_run_days_evaluates_a_week_in_order_and_ends_with_the_report(tmp_path: P
     data, home = tmp_path / "data", tmp_path / "home"
     misses = {"drop": set(range(12)), "same": set(range(12))}
     write_version(data / "datasets" / "flips", misses)
+    write_version(data / "datasets" / "flops", misses)
     refused = rag_eval(
         data, home, "run", "--select", "retrieval_metrics", "--days", "2", exit_code=2
     )
     assert refused.count("\n") == 1 and "select its upstream too" in refused
-    out = rag_eval(data, home, "run", "--days", "2")
-    days = [line.split()[0] for line in out.splitlines() if line.startswith("20")]
-    assert len(days) == 2 and days == sorted(days)
-    assert "flips: first evaluation: no baseline yet" in out
-    assert f"flips: quiet: no significant change since {days[0]}" in out
-    assert f"reports/flips/{days[1]}.html" in out
+    out = rag_eval(data, home, "run", "--days", "2", "--parallel", "2")
+    for version in ("flips", "flops"):  # one process each, dates in order, lines whole
+        lines = [line for line in out.splitlines() if line.startswith("20") and version in line]
+        days = [line.split()[0] for line in lines]
+        assert len(days) == 2 and days == sorted(days), out
+        assert f"{version}: first evaluation: no baseline yet" in lines[0]
+        assert f"{version}: quiet: no significant change since {days[0]}" in lines[1]
+        assert f"reports/{version}/{days[1]}.html" in out
     assert out.rstrip().endswith("the asset graph and the plots over dates")
     card = rag_eval(data, home, "scorecard", "--tier", "tier1", "--system", "drop")
     assert max(len(line) for line in card.splitlines()) <= 100
     assert " drop " in card and " same " not in card
+
+
+def test_the_staged_change_reaches_the_system_on_its_day_only(
+    tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder
+) -> None:
+    """demo-v2's reference RAG, materialized through Dagster on the staged day and the day
+    before: on the staged day its retrieved documents lack the lost ones, and only then."""
+    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v2"])
+    today = pd.Timestamp(utc_today())
+    staged, before = ((today - pd.Timedelta(days=d)).strftime("%Y-%m-%d") for d in (3, 4))
+    outputs = {}
+    for day in (staged, before):
+        result = materialize(
+            [golden_dataset, e2e_generations],
+            partition_key=evaluation_partition_key("demo-v2", day),
+            instance=dagster_instance,
+            resources=evaluation_resources(tmp_path, embedder),
+        )
+        metadata = result.asset_materializations_for_node("e2e_generations")[0].metadata
+        outputs[day] = (result.output_for_node("e2e_generations"), metadata)
+    dataset = load_dataset(DATASETS_DIR / "demo-v2")
+    _, hit = lost_answers_corpus(dataset.corpus, dataset.relevant_qrels, 0.15)
+    lost = set(dataset.relevant_qrels.loc[dataset.relevant_qrels["query_id"].isin(hit), "doc_id"])
+    staged_rows, staged_metadata = outputs[staged]
+    assert staged_metadata["staged_change_questions"].value == len(hit) == 11
+    assert not lost & {d for ids in staged_rows["retrieved_doc_ids"] for d in ids}
+    before_rows, before_metadata = outputs[before]
+    assert before_metadata["staged_change_questions"].value == 0
+    assert lost & {d for ids in before_rows["retrieved_doc_ids"] for d in ids}
