@@ -2,9 +2,10 @@
 
 rag-eval validate PATH
 rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELECTION] [--force]
+rag-eval run [--dataset-version V ...] --days N     (the last N days up to today, here, in order)
 rag-eval run [--dataset-version V ...] --from YYYY-MM-DD --to YYYY-MM-DD   (a Dagster backfill)
              [--fail-on-regression]
-rag-eval scorecard [--dataset-version V ...] [--date D] [--format table|json]
+rag-eval scorecard [--dataset-version V ...] [--date D] [--tier T] [--system S] [--format F]
 """
 
 from __future__ import annotations
@@ -45,6 +46,18 @@ FINGERPRINT_TAG = "rag_eval/fingerprint"
 
 def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def _day_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 366:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of days from 1 to 366")
+    return int(text)
+
+
+def _process_count(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes from 1 to 64")
+    return int(text)
 
 
 def _valid_date(text: str) -> str:
@@ -130,6 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     for day in (args.from_date, args.to_date) if args.from_date else (args.date,):
         check_partition_date(day)
+    days = last_days(args.days) if args.days else [args.date]
+    check_partition_date(days[0])
     selection = selected_assets_of(args.select, defs) if args.select else None
     datasets = DatasetsResource()
     scan = datasets.scan()
@@ -161,7 +176,109 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     if args.from_date:
         return _launch_backfill(instance, versions, args)
-    return _materialize_date(instance, versions, args, selection)
+    if selection:
+        check_upstream_stored(defs, selection, versions, days)
+    if args.parallel > 1 and len(versions) > 1:
+        code = _run_side_by_side(versions, args)
+        _print_next_steps(versions, days)
+        return code
+    code = 0
+    for day in days:
+        code = max(code, _materialize_date(instance, versions, args, selection, day, len(days) > 1))
+    if not args.quiet_end:
+        _print_next_steps(versions, days)
+    return code
+
+
+def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
+    """Evaluate the versions in `args.parallel` processes side by side (version i in process
+    i mod N, each version's dates in order, as the run queue runs partitions side by side);
+    their lines are relayed whole. Returns the worst exit code."""
+    import threading
+
+    groups = [list(versions[i :: args.parallel]) for i in range(args.parallel)]
+    common = ["run", "--log-level", args.log_level, "--quiet-end"]
+    common += ["--days", str(args.days)] if args.days else ["--date", args.date]
+    common += ["--force"] if args.force else []
+    common += ["--fail-on-regression"] if args.fail_on_regression else []
+    common += ["--select", args.select] if args.select else []
+    lock = threading.Lock()
+
+    def relay(stream: Any) -> None:
+        for line in stream:
+            with lock:
+                print(line, end="", flush=True)
+
+    processes = []
+    for group in (g for g in groups if g):
+        named = [arg for version in group for arg in ("--dataset-version", version)]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rag_eval_pipeline.cli", *common, *named],
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        thread = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+        thread.start()
+        processes.append((process, thread))
+    codes = []
+    for process, thread in processes:
+        codes.append(process.wait())
+        thread.join()
+    return max(codes)
+
+
+def check_upstream_stored(
+    defs: Definitions, selection: Sequence[AssetKey], versions: Sequence[str], days: Sequence[str]
+) -> None:
+    """Raise `UsageError` (one line saying what to select) when a selected asset reads an
+    upstream asset that is neither selected nor stored for every partition to run."""
+    from upath import UPath
+
+    from rag_eval_pipeline.storage.run_fingerprint import outputs_present
+
+    graph = defs.resolve_asset_graph()
+    chosen = set(selection)
+    warehouse = UPath(WAREHOUSE_URL)
+    for key in selection:
+        for parent in sorted(graph.get(key).parent_keys - chosen):
+            name = "/".join(parent.path)
+            absent = [
+                f"{version}|{day}"
+                for day in days
+                for version in versions
+                if not outputs_present(warehouse, [name], version, day)
+            ]
+            if absent:
+                shown = "/".join(key.path)
+                raise UsageError(
+                    f"--select {shown} reads {name}, not stored for {absent[0]}"
+                    f"{f' and {len(absent) - 1} more' if len(absent) > 1 else ''}: "
+                    f"select its upstream too (--select '+{shown}') or run without --select"
+                )
+
+
+def last_days(count: int) -> list[str]:
+    """The `count` dates up to today (UTC), oldest first."""
+    return [d.strftime("%Y-%m-%d") for d in pd.date_range(end=_today(), periods=count, freq="D")]
+
+
+def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
+    """Where the report is and what to try next (the last lines `rag-eval run` prints)."""
+    from rag_eval_pipeline.defs.report.assets import report_path
+
+    reports = [report_path(REPORTS_DIR, v, days[-1]) for v in versions]
+    present = [path for path in reports if path.exists()]
+    if present:
+        print("\nreports:")
+        for path in present:
+            print(terminal_text(f"  {path.resolve().as_uri()}"))
+    print(
+        "next: open the report above, or try\n"
+        "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
+        "  rag-eval scorecard --system rag     one system's metrics (part of its name)\n"
+        "  make ui                             the asset graph and the plots over dates"
+    )
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
@@ -204,9 +321,11 @@ def _materialize_date(
     versions: Sequence[str],
     args: argparse.Namespace,
     selection: Sequence[AssetKey] | None,
+    day: str,
+    compact: bool = False,
 ) -> int:
-    """Materialize each version's partition on `args.date` (the `selection`'s assets, or all),
-    one run after another, here."""
+    """Materialize each version's partition on `day` (the `selection`'s assets, or all), one
+    run after another, here; `compact` prints one line per partition (a range of days)."""
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
@@ -221,34 +340,43 @@ def _materialize_date(
     pending = []
     run_ids: dict[str, str] = {}
     for version in versions:
-        tags, current_run = _fingerprint_tags(instance, version, args, selected_assets)
+        tags, current_run = _fingerprint_tags(
+            instance, version, day, args, selected_assets, quiet=compact
+        )
         if current_run is None:
             pending.append((version, tags))
         else:
             run_ids[version] = current_run
-    if pending:
-        keys = ", ".join(f"{version}|{args.date}" for version, _ in pending)
+    if pending and not compact:
+        keys = ", ".join(f"{version}|{day}" for version, _ in pending)
         print(f"materializing {keys} ...", flush=True)
     owner = RunOwner.current().tags()
     failed = []
     for version, tags in pending:
         result = job.execute_in_process(
-            partition_key=evaluation_partition_key(version, args.date),
+            partition_key=evaluation_partition_key(version, day),
             instance=instance,
             asset_selection=selection,
             raise_on_error=False,
             tags={**tags, **owner},
             run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
         )
-        print(
-            f"  {'ok' if result.success else 'FAILED'}: {version}|{args.date}, run {result.run_id}",
-            flush=True,
-        )
+        if not compact or not result.success:
+            print(
+                f"  {'ok' if result.success else 'FAILED'}: {version}|{day}, run {result.run_id}",
+                flush=True,
+            )
         run_ids[version] = result.run_id
         if not result.success:
             failed.append(version)
     gated = _print_summary(
-        instance, versions, args.date, run_ids, REGRESSIONS_ASSET in selected_assets
+        instance,
+        versions,
+        day,
+        run_ids,
+        REGRESSIONS_ASSET in selected_assets,
+        compact,
+        failed,
     )
     if failed:
         print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
@@ -296,41 +424,51 @@ def _print_summary(
     day: str,
     run_ids: Mapping[str, str],
     regressions_selected: bool,
+    compact: bool = False,
+    failed: Sequence[str] = (),
 ) -> list[str]:
-    """Print each partition's regression alerts and failed checks; return the partitions a CI
+    """Print each partition's verdict, regression alerts and failed checks (`compact`: one
+    line per date, details only for partitions that need a look); return the partitions a CI
     gate fails on (an alert or an ERROR check)."""
     from rag_eval_pipeline.defs.run_summary import partition_summary
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
-    gated = []
-    print(f"summary for {day}:")
+    gated, verdicts, details = [], [], []
     for version in versions:
+        if version in failed:
+            verdicts.append(f"{version}: run failed")
+            continue
         summary = partition_summary(
             instance, store, version, day, run_ids.get(version), regressions_selected
         )
-        if summary.n_alerts or summary.n_failed_checks:
-            verdict = "needs a look"
-        elif regressions_selected:
-            verdict = "no regression, every check passed"
-        else:
-            verdict = "every check passed"
-        print(f"{version}|{day}: {verdict}")
-        for line in summary.lines:
-            print(line)
+        verdicts.append(f"{version}: {summary.verdict}")
+        if not compact or summary.needs_look:
+            details += [f"{version}|{day}: {summary.verdict}", *summary.lines]
         if summary.gates:
             gated.append(f"{version}|{day}")
+    if compact:
+        print(terminal_text(f"{day}  " + " · ".join(verdicts)), flush=True)
+        for line in details:
+            print(terminal_text(line))
+    else:
+        print(f"summary for {day}:")
+        for line in details:
+            print(terminal_text(line))
     return gated
 
 
 def _fingerprint_tags(
     instance: DagsterInstance,
     version: str,
+    day: str,
     args: argparse.Namespace,
     selected_assets: Sequence[str],
+    quiet: bool = False,
 ) -> tuple[dict[str, str], str | None]:
-    """The fingerprint tags of `version`'s run on `args.date`, and the id of a successful run
-    with the same fingerprint whose outputs are still stored (after saying so), else None."""
+    """The fingerprint tags of `version`'s run on `day`, and the id of a successful run with
+    the same fingerprint whose outputs are still stored (after saying so unless `quiet`), else
+    None."""
     from dagster import DagsterRunStatus, RunsFilter
     from upath import UPath
 
@@ -340,11 +478,11 @@ def _fingerprint_tags(
     from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
-    key = evaluation_partition_key(version, args.date)
+    key = evaluation_partition_key(version, day)
     fingerprint = partition_fingerprint(
         version_dir=Path(DatasetsResource().root) / version,
         version=version,
-        date=args.date,
+        date=day,
         store=WarehouseStore(WAREHOUSE_URL),
         selection=selected_assets if args.select else None,
     )
@@ -358,13 +496,15 @@ def _fingerprint_tags(
         limit=1,
     )
     reports = (
-        [report_path(REPORTS_DIR, version, args.date)]
+        [report_path(REPORTS_DIR, version, day)]
         if "/".join(evaluation_report.key.path) in selected_assets
         else []
     )
     if previous and outputs_present(
-        UPath(WAREHOUSE_URL), selected_assets, version, args.date, files=reports
+        UPath(WAREHOUSE_URL), selected_assets, version, day, files=reports
     ):
+        if quiet:
+            return tags, previous[0].run_id
         print(
             f"{key} is up to date: run {previous[0].run_id} materialized it from the "
             "same data, code and configuration (--force runs it again)"
@@ -438,31 +578,31 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    scorecard = pd.concat(present, ignore_index=True)
-    if args.format == "table" and not args.all:
-        from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+    from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+    from rag_eval_pipeline.reporting.html_report import DATASET_TIER, TIER_ORDER
+    from rag_eval_pipeline.reporting.terminal import filtered, scorecard_lines
 
+    scorecard = filtered(pd.concat(present, ignore_index=True), args.tier or (), args.system or ())
+    if scorecard.empty:
+        print("No scorecard row matches --tier/--system.", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        _print_frame(scorecard, list(scorecard.columns), "json")
+        return 0
+    total = len(scorecard)
+    if not args.all:
         shown = scorecard["band"].notna() | scorecard["metric"].isin(HEADLINE_METRICS)
+        scorecard = scorecard[shown & (scorecard["tier"] != DATASET_TIER)]
+    order = {tier: i for i, tier in enumerate(TIER_ORDER)}
+    scorecard = scorecard.assign(
+        _order=scorecard["tier"].map(lambda t: order.get(t, len(order)))
+    ).sort_values(["dataset_version", "_order"], kind="stable")
+    print("\n".join(scorecard_lines(scorecard)))
+    if not args.all:
         print(
-            f"{int(shown.sum())} headline and banded metrics of {len(scorecard)} "
-            "(--all for every row, --format json for machines):"
+            f"{len(scorecard)} headline and banded metrics of {total}: --all for every row,\n"
+            "--tier/--system to filter (e.g. --tier tier1 --system bm25), --format json"
         )
-        scorecard = scorecard[shown]
-    _print_frame(
-        scorecard,
-        [
-            "dataset_version",
-            "tier",
-            "system",
-            "metric",
-            "value",
-            "ci_low",
-            "ci_high",
-            "count",
-            "band",
-        ],
-        args.format,
-    )
     return 0
 
 
@@ -531,6 +671,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--date", type=_valid_date, action=_Once, default=_today(), help="default: today (UTC)"
     )
     run.add_argument(
+        "--days",
+        type=_day_count,
+        help=(
+            "evaluate the last N days up to today, oldest first, here (the runs a backfill "
+            "makes, without waiting for the daemon): `make demo` uses --days 7"
+        ),
+    )
+    run.add_argument(
+        "--parallel",
+        type=_process_count,
+        default=1,
+        help=(
+            "evaluate the versions in N processes side by side (each version's dates in order): "
+            "`make demo` uses 2, like the run queue's max_concurrent_runs"
+        ),
+    )
+    run.add_argument("--quiet-end", action="store_true", help=argparse.SUPPRESS)
+    run.add_argument(
         "--from",
         dest="from_date",
         type=_valid_date,
@@ -559,6 +717,12 @@ def build_parser() -> argparse.ArgumentParser:
     scorecard.add_argument("--date", type=_valid_date, default=_today())
     scorecard.add_argument("--format", choices=("table", "json"), default="table")
     scorecard.add_argument("--all", action="store_true", help="print every metric row")
+    scorecard.add_argument(
+        "--tier", action="append", help="repeatable; a prefix: tier1, traffic, judge..."
+    )
+    scorecard.add_argument(
+        "--system", action="append", help="repeatable; part of a system name, any case"
+    )
     scorecard.set_defaults(handler=cmd_scorecard)
     alerts = commands.add_parser("alerts", help="print the regression alert history")
     alerts.add_argument("--dataset-version")
@@ -586,6 +750,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """`--from` and `--to` come together, in order, and without `--date`, `--select` or
     `--force` (a backfill runs the whole evaluation job on every partition)."""
+    if args.days and (getattr(args, "_date_given", False) or args.from_date or args.to_date):
+        parser.error("--days does not go with --date, --from or --to")
     if args.from_date is None and args.to_date is None:
         return
     if args.from_date is None or args.to_date is None:
@@ -597,6 +763,7 @@ def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace)
         ("--select", args.select),
         ("--force", args.force),
         ("--fail-on-regression", args.fail_on_regression),
+        ("--parallel", args.parallel > 1),
     ):
         if given:
             parser.error(f"{option} does not apply to a --from/--to backfill")

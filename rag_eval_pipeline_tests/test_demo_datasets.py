@@ -21,6 +21,7 @@ DATASETS = ROOT / "data" / "datasets"
 SCRIPT = ROOT / "scripts" / "build_demo_datasets.py"
 VERSIONS = ("demo-v1", "demo-v2")
 FILES = (
+    "dataset.yaml",
     "DATASET.md",
     "corpus.jsonl",
     "queries.jsonl",

@@ -209,10 +209,14 @@ def test_report_content_bands_regressions_and_cross_version(store: WarehouseStor
     classes = parsed.classes()
     assert {"band-excellent", "band-good", "band-needs-attention"} <= classes
     assert "row-regressed" in classes
-    assert "Regressions against v1 2026-11-20" in text
-    regressions = page.split('id="regressions"')[1].split("</section>")[0]
+    assert "What changed against v1 2026-11-20" in text
+    regressions = page.split('id="regressions"')[1].split("</table>")[0]
     assert regressions.count("<tr>") == 3  # header + dense hit_rate@1 and mrr
-    assert "2 metric(s) regressed, 2 of them headline metrics." in text
+    assert "2, 2 primary" in text  # regressions, primary ones
+    assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics (per query)")
+    week = page.split("day(s)</h3>")[1].split("</table>")[0]  # dates with stored verdicts
+    assert f"<td>{D3}</td>" in week and "dense hit_rate@1 −52.4% (q = " in week
+    assert page.index('id="changes"') < page.index('id="scorecard"') < page.index('id="judge"')
     assert "packaged:all-MiniLM-L6-v2" in text and "gpt-4o-mini & co" in text
     assert "50 questions" in text
     cross = page.split('id="versions"')[1].split("</section>")[0]
@@ -322,8 +326,8 @@ def test_a_model_change_is_shown_next_to_delta_not_as_a_regression(
     data = collect_report_data(
         store, "v1", D3, current, chosen, HEADLINE_METRICS, datetime.now(UTC), verdicts
     )
-    scorecard = render_report(data).split('id="scorecard"')[1].split("</section>")[0]
-    row = next(r for r in scorecard.split("<tr") if "consistency_score" in r)
+    judge = render_report(data).split('id="judge"')[1].split("</section>")[0]
+    row = next(r for r in judge.split("<tr") if "consistency_score" in r)
     assert "(judge changed)" in row and "delta-regressed" not in row
 
 

@@ -5,7 +5,13 @@ relevance_level: 2   # trec_eval -l: grades >= 2 are relevant (default 1)
 split: dev           # BEIR folders: read qrels/<split>.tsv (default test)
 language: en         # the language of questions and documents (informational)
 system: logged       # the system under test for this version: reference, callable, logged
+traffic_replay: true # logs.* hold one typical day: every date partition replays it on that date
+staged_change_days_ago: 3       # demo: the reference RAG's index, on the day 3 days before
+staged_change_drop: 0.15        # today (UTC), loses the relevant documents of 15% of questions
 ```
+
+`traffic_replay` and the staged change exist for the demo (a week of history on any date, with
+one incident in it); a real deployment's logs carry their real timestamps.
 
 Every key is optional; an absent file means all defaults. Unknown keys, wrong types and values
 out of range are errors naming the key and its line, like any other dataset table.
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +37,11 @@ _SPLIT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _LANGUAGE_PATTERN = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 
 
+def utc_today() -> str:
+    """Today's date in UTC (ISO), the last date partition."""
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
 @dataclass(frozen=True)
 class DatasetManifest:
     """The settings of one dataset version (defaults when `dataset.yaml` is absent)."""
@@ -38,11 +50,22 @@ class DatasetManifest:
     split: str = "test"
     language: str | None = None
     system: str | None = None
+    traffic_replay: bool = False
+    staged_change_days_ago: int | None = None
+    staged_change_drop: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row, stored with the version's tables by the `golden_dataset` asset."""
         return pd.DataFrame([asdict(self)]).astype(
-            {"relevance_level": "int64", "split": object, "language": object, "system": object}
+            {
+                "relevance_level": "int64",
+                "split": object,
+                "language": object,
+                "system": object,
+                "traffic_replay": bool,
+                "staged_change_days_ago": "Int64",
+                "staged_change_drop": "float64",
+            }
         )
 
     @classmethod
@@ -53,7 +76,25 @@ class DatasetManifest:
         row = frame.iloc[0]
         known = {f.name for f in fields(cls)}
         values = {k: (None if pd.isna(v) else v) for k, v in row.items() if k in known}
-        return cls(**{**values, "relevance_level": int(values.get("relevance_level") or 1)})
+        days_ago = values.get("staged_change_days_ago")
+        drop = values.get("staged_change_drop")
+        return cls(
+            **{
+                **values,
+                "relevance_level": int(values.get("relevance_level") or 1),
+                "traffic_replay": bool(values.get("traffic_replay") or False),
+                "staged_change_days_ago": None if days_ago is None else int(days_ago),
+                "staged_change_drop": None if drop is None else float(drop),
+            }
+        )
+
+    def change_active(self, day: str, today: str | None = None) -> bool:
+        """True when the staged change happens on `day`: `staged_change_days_ago` before
+        `today` (ISO dates; default today in UTC, so the demo's week always holds it)."""
+        if self.staged_change_days_ago is None or not self.staged_change_drop:
+            return False
+        offset = (pd.Timestamp(today or utc_today()) - pd.Timestamp(day)).days
+        return offset == self.staged_change_days_ago
 
 
 def _key_lines(text: str) -> dict[str, int]:
@@ -81,6 +122,15 @@ def _check(key: str, value: object) -> str | None:
             return f"must be a language code such as en or pt-BR, got {value!r}"
     elif key == "system" and value not in SYSTEM_KINDS:
         return f"must be one of {', '.join(SYSTEM_KINDS)}, got {value!r}"
+    elif key == "traffic_replay" and not isinstance(value, bool):
+        return f"must be true or false, got {value!r}"
+    elif key == "staged_change_days_ago":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 365:
+            return f"must be a number of days from 1 to 365, got {value!r}"
+    elif key == "staged_change_drop" and (
+        isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1
+    ):
+        return f"must be a fraction of questions in (0, 1], got {value!r}"
     return None
 
 

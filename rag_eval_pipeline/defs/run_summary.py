@@ -9,15 +9,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dagster import AssetCheckEvaluation, AssetCheckSeverity, DagsterEventType, DagsterInstance
+from dagster import (
+    AssetCheckEvaluation,
+    AssetCheckSeverity,
+    DagsterEventType,
+    DagsterInstance,
+)
 
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.evaluation.regression import IMPROVED
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
 # Alerted metrics printed per partition before the rest is counted.
 MAX_PRINTED = 10
+
+
+# The check whose failure states levels (bands), not a change: a note, never "needs a look".
+LEVEL_CHECK = "scorecard_thresholds"
+# The check that fails on the alerts already listed (counted once, as alerts).
+ALERTS_CHECK = "scorecard_regressions"
 
 
 @dataclass(frozen=True)
@@ -28,11 +40,33 @@ class PartitionSummary:
     n_alerts: int = 0
     n_failed_checks: int = 0
     n_errors: int = 0
+    n_improved: int = 0
+    n_below_band: int = 0
+    quiet_verdict: str = "quiet: no significant change"
 
     @property
     def gates(self) -> bool:
         """True when `--fail-on-regression` should fail: an alert or an ERROR check."""
         return self.n_alerts > 0 or self.n_errors > 0
+
+    @property
+    def needs_look(self) -> bool:
+        """An alert or a failed check other than the threshold bands."""
+        return self.n_alerts > 0 or self.n_failed_checks > 0
+
+    @property
+    def verdict(self) -> str:
+        """One phrase: `N regression(s)`, `N failed check(s)`, `N improvement(s)`, `quiet`."""
+        parts = []
+        if self.n_alerts:
+            parts.append(f"{self.n_alerts} regression alert(s)")
+        if self.n_failed_checks:
+            parts.append(f"{self.n_failed_checks} failed check(s)")
+        if self.n_improved:
+            parts.append(f"{self.n_improved} improvement(s)")
+        if not parts:
+            parts.append(self.quiet_verdict)
+        return ("needs a look: " if self.needs_look else "") + ", ".join(parts)
 
 
 def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEvaluation]:
@@ -77,6 +111,14 @@ def partition_summary(
             lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
     failed = failed_checks(instance, run_id) if run_id else []
     n_errors = sum(1 for e in failed if e.severity == AssetCheckSeverity.ERROR)
+    levels = [e for e in failed if e.check_name == LEVEL_CHECK]
+    failed = [e for e in failed if e.check_name not in (LEVEL_CHECK, ALERTS_CHECK)]
+    below = sum(int(_metadata_int(e, "n_needs_attention")) for e in levels)
+    if below:
+        lines.append(
+            f"  {below} metric(s) below their 'good' band (levels, not changes: the report's "
+            "tier tables)"
+        )
     for evaluation in failed:
         level = "ERROR" if evaluation.severity == AssetCheckSeverity.ERROR else "WARN"
         note = f": {evaluation.description}" if evaluation.description else ""
@@ -84,4 +126,16 @@ def partition_summary(
             f"  check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} "
             f"failed ({level}){terminal_text(note)}"
         )
-    return PartitionSummary(lines, n_alerts, len(failed), n_errors)
+    n_improved = 0 if verdicts is None else int((verdicts["verdict"] == IMPROVED).sum())
+    if verdicts is None:
+        quiet = "evaluated (no verdict)"
+    elif verdicts.empty or verdicts["baseline_date"].isna().all():
+        quiet = "first evaluation: no baseline yet"
+    else:
+        quiet = f"quiet: no significant change since {verdicts['baseline_date'].dropna().iloc[0]}"
+    return PartitionSummary(lines, n_alerts, len(failed), n_errors, n_improved, below, quiet)
+
+
+def _metadata_int(evaluation: AssetCheckEvaluation, name: str) -> int:
+    value = evaluation.metadata.get(name)
+    return int(getattr(value, "value", 0) or 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -47,7 +48,20 @@ def _load_model(path: str, identity: str) -> Any:
 
     transformers_logging.disable_progress_bar()
     logger.info("Loading sentence-transformers model from %s", path)
-    return SentenceTransformer(path, device="cpu")
+    start = time.perf_counter()
+    model = SentenceTransformer(path, device="cpu")
+    _LOADING_SECONDS.append(time.perf_counter() - start)
+    return model
+
+
+# Seconds spent loading models in this process, one entry per load.
+_LOADING_SECONDS: list[float] = []
+
+
+def loading_seconds() -> float:
+    """Seconds this process has spent loading embedding models so far: a timed region
+    subtracts what it spent loading, so a latency measures the work, not a one-time load."""
+    return sum(_LOADING_SECONDS)
 
 
 @dataclass

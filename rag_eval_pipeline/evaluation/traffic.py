@@ -44,14 +44,30 @@ def has_traffic(logs: pd.DataFrame | None) -> bool:
     return logs is not None and "timestamp" in logs.columns
 
 
-def day_interactions(logs: pd.DataFrame | None, day: date, timezone: str) -> pd.DataFrame:
+def replayed_on(timestamps: pd.Series, day: date, timezone: str) -> pd.Series:
+    """Each timestamp moved to `day`, keeping its time of day in `timezone` (a replay of one
+    typical day of traffic on any date); a missing timestamp stays missing."""
+    local = pd.to_datetime(timestamps, utc=True).dt.tz_convert(timezone)
+    time_of_day = local - local.dt.normalize()
+    midnight = pd.Timestamp(day).tz_localize(timezone)
+    return (midnight + time_of_day).dt.tz_convert("UTC")
+
+
+def day_interactions(
+    logs: pd.DataFrame | None, day: date, timezone: str, replay: bool = False
+) -> pd.DataFrame:
     """The log rows whose `timestamp` is on `day` in `timezone`, in time order, with a
-    `log_id` (the row number when the file has none). Rows without a timestamp are on no day."""
+    `log_id` (the row number when the file has none). Rows without a timestamp are on no day.
+
+    With `replay` (a version whose `dataset.yaml` sets `traffic_replay`), the logs are one
+    typical day: every row is moved onto `day` at its time of day (:func:`replayed_on`)."""
     if logs is None or "timestamp" not in logs.columns:
         return pd.DataFrame(columns=["log_id", "timestamp"])
     logs = logs.reset_index(drop=True)
     if "log_id" not in logs.columns:
         logs = logs.assign(log_id=logs.index.astype(str))
+    if replay:
+        logs = logs.assign(timestamp=replayed_on(logs["timestamp"], day, timezone))
     selected = logs[on_date(logs["timestamp"], day, timezone)]
     return selected.sort_values(["timestamp", "log_id"], kind="stable").reset_index(drop=True)
 

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import pandas as pd
 
+from rag_eval_pipeline.embedding.embedder import loading_seconds
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient
 from rag_eval_pipeline.llm.prompts import PromptTemplate, oversized
@@ -86,9 +87,10 @@ class OfflineShowJudge:
     def decide(
         self, questions: Sequence[str], contexts: Sequence[str], answers: Sequence[str]
     ) -> pd.DataFrame:
-        start = time.perf_counter()
+        start, loading = time.perf_counter(), loading_seconds()
         scored = self.judge.faithfulness(list(questions), [[c] for c in contexts], list(answers))
-        latency = (time.perf_counter() - start) * 1000 / max(len(scored), 1)
+        elapsed = time.perf_counter() - start - (loading_seconds() - loading)  # not the model load
+        latency = elapsed * 1000 / max(len(scored), 1)
         decision = [None if pd.isna(s) else bool(s >= self.threshold) for s in scored["score"]]
         no_claims = scored["error"].eq("no claims").to_numpy()
         decision = [False if empty else d for d, empty in zip(decision, no_claims, strict=True)]

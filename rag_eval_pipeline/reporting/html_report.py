@@ -26,17 +26,43 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Day
 from datetime import datetime
+from typing import Any
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.reporting.alerting import sample_size
+from rag_eval_pipeline.reporting.changes import (
+    PRIMARY,
+    changes_by_section,
+    roles,
+    skipped_tiers,
+    week_summary,
+)
 from rag_eval_pipeline.reporting.escaping import html_text
-from rag_eval_pipeline.storage.warehouse import SCORECARD_ASSET, Baseline, WarehouseStore
+from rag_eval_pipeline.storage.warehouse import (
+    REGRESSIONS_ASSET,
+    SCORECARD_ASSET,
+    Baseline,
+    WarehouseStore,
+)
 
 DATASET_TIER = "dataset"
+# Pipeline order: the system's tiers, then the judge's (reliability and agreement come last).
+SYSTEM_TIERS = (
+    "tier0_embedding",
+    "tier1_retrieval",
+    "tier2_generation",
+    "tier3_e2e",
+    "traffic",
+    "ux",
+)
+JUDGE_TIERS = ("judge_reliability", "show_judge")
+TIER_ORDER = (*SYSTEM_TIERS, *JUDGE_TIERS, DATASET_TIER)
 E2E_JUDGMENTS_ASSET = "e2e_judgments"
 # The tiers whose system is a model name (see the tier assets), shown in the header.
 MODEL_TIERS = {
@@ -69,6 +95,13 @@ PALETTE = (
 REGRESSION_COLOR = "#d62728"
 # Regressions listed before the rest is collapsed.
 MAX_REGRESSION_ROWS = 12
+# Dates of the version summarised under "What changed" (this one included).
+WEEK_DAYS = 7
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("rag_eval_pipeline.reporting", "templates"),
+    autoescape=True,
+    keep_trailing_newline=True,
+)
 # Above this many dates a trend line has no per-point markers (regressions are always marked).
 MAX_POINT_MARKERS = 60
 
@@ -82,7 +115,8 @@ class ReportData:
     `cross_version` the headline rows of the latest scorecard on or before `date` of every
     version (with their `dataset_version` and `date`); `regressions` the partition's alerted
     rows of `metric_regressions` and `comparisons` all its rows; `correlations` the Pearson
-    matrix of the RAGAS-style metrics over the partition's questions, per system.
+    matrix of the RAGAS-style metrics over the partition's questions, per system; `week` the
+    `metric_regressions` table of each of the version's last `WEEK_DAYS` stored dates.
     """
 
     version: str
@@ -97,6 +131,7 @@ class ReportData:
     generated_at: datetime
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     correlations: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    week: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -122,6 +157,12 @@ def format_value(value: object) -> str:
     if abs(number) >= 100:
         return f"{number:,.1f}"
     return f"{number:.2f}" if abs(number) >= 10 else f"{number:.3f}"
+
+
+def format_q(value: object) -> str:
+    """A q-value with two significant digits (`0.00022`), `—` if missing."""
+    number = float(value)  # type: ignore[arg-type]
+    return "—" if math.isnan(number) else f"{number:.2g}"
 
 
 def format_count(value: object) -> str:
@@ -183,6 +224,8 @@ def collect_report_data(
             latest.append(headline_rows(card, other, dates[-1]))
     this = headline_rows(current, version, date)
     judgments = store.read_partition(E2E_JUDGMENTS_ASSET, version, date)
+    days = [day for day, _ in earlier][-(WEEK_DAYS - 1) :]
+    week = {day: store.read_partition(REGRESSIONS_ASSET, version, day) for day in days}
     return ReportData(
         version=version,
         date=date,
@@ -198,6 +241,10 @@ def collect_report_data(
         generated_at=generated_at,
         comparisons=regressions,
         correlations={} if judgments is None else correlations_by_system(judgments),
+        week={
+            **{day: frame for day, frame in week.items() if frame is not None},
+            date: regressions,
+        },
     )
 
 
@@ -460,11 +507,12 @@ def scorecard_summary_html(
     regressions: pd.DataFrame,
     headline_metrics: Sequence[str],
     comparisons: pd.DataFrame | None = None,
+    sparks: Mapping[tuple[str, str, str], str] | None = None,
 ) -> str:
     """Thresholded and headline metrics of the partition, grouped by tier, bands coloured; Δ
-    says when the metric is not comparable because a model changed, and "Detectable" the
+    says when the metric is not comparable because a model changed, "Detectable" the
     smallest change in the bad direction the comparison could have flagged (its
-    `detectable_change`)."""
+    `detectable_change`), and "Trend" (with `sparks`) the metric's sparkline."""
     rows = scorecard[
         (scorecard["tier"] != DATASET_TIER)
         & (scorecard["band"].isin(BANDS) | scorecard["metric"].isin(headline_metrics))
@@ -475,9 +523,17 @@ def scorecard_summary_html(
     incomparable = model_changes(comparisons)
     detectable = detectable_changes(comparisons)
     body = []
-    for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
-        body.append(f'<tr class="group"><th colspan="8">{html_text(tier)}</th></tr>')
+    grouped = with_baseline_change(rows, baseline).groupby("tier", sort=True)
+    columns = 8 if sparks is None else 9
+    for tier, group in grouped:
+        if grouped.ngroups > 1:
+            body.append(f'<tr class="group"><th colspan="{columns}">{html_text(tier)}</th></tr>')
         for r in group.itertuples():
+            spark = (
+                ""
+                if sparks is None
+                else f'<td class="trend">{sparks.get((r.tier, r.system, r.metric), "")}</td>'
+            )
             is_regressed = (r.tier, r.system, r.metric) in regressed
             moved = incomparable.get((r.tier, r.system, r.metric))
             body.append(
@@ -490,9 +546,11 @@ def scorecard_summary_html(
                 f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed, moved)}"
                 f'<td class="num muted">'
                 f"{format_detectable(detectable.get((r.tier, r.system, r.metric), math.nan))}</td>"
-                f"<td>{_band_pill(r.band)}</td></tr>"
+                f"<td>{_band_pill(r.band)}</td>{spark}</tr>"
             )
     headers = ["System", "Metric", "Value", "95% CI", "n", "Δ vs baseline", "Detectable", "Band"]
+    if sparks is not None:
+        headers.append("Trend")
     return _table(headers, body, {2, 3, 4, 5, 6}, "scorecard")
 
 
@@ -666,6 +724,206 @@ def cross_version_html(
     )
 
 
+# --------------------------------------------------------------------------- what changed
+
+
+def _change_row(r: Any) -> str:
+    worse = r.section != "Improvements"
+    css = "delta-regressed" if worse else "delta-better"
+    role = str(r.role)
+    return (
+        f'<tr><td><span class="role role-{html_text(role)}">{html_text(role)}</span></td>'
+        f"<td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td>"
+        f"<td><code>{html_text(r.metric)}</code>"
+        f"{_direction(r.higher_is_better)}</td>"
+        f'<td class="num">{format_value(r.baseline_value)}</td>'
+        f'<td class="num strong">{format_value(r.value)}</td>'
+        f'<td class="num delta {css}">{format_change(r.relative_change)}</td>'
+        f'<td class="num">{format_q(r.q_value)}</td>'
+        f'<td class="num">{html_text(sample_size(r))}</td>'
+        f'<td>{html_text(r.where)}<div class="hint">{html_text(r.reason)}</div></td></tr>'
+    )
+
+
+CHANGE_HEADERS = ("Role", "Tier", "System", "Metric", "Baseline", "Now", "Change", "q", "n")
+
+
+def changes_html(data: ReportData) -> str:
+    """The partition's changes, one table per section (regressions, outages, untestable
+    changes, improvements, and any new verdict kind), then the tiers that were skipped."""
+    if data.baseline is None:
+        intro = (
+            '<p class="empty">No baseline yet: this is the first stored evaluation of this '
+            "dataset version, so there is nothing to compare with.</p>"
+        )
+        sections: dict[str, pd.DataFrame] = {}
+    else:
+        sections = changes_by_section(data.comparisons, data.headline_metrics)
+        against = f"{html_text(data.baseline.version)} {html_text(data.baseline.date)}"
+        intro = (
+            ""
+            if sections
+            else f'<p class="ok">A quiet day: no significant change against {against}.</p>'
+        )
+    parts = [intro]
+    for section, rows in sections.items():
+        body = [_change_row(r) for r in rows.itertuples()]
+        n_primary = int((rows["role"] == PRIMARY).sum())
+        anchor = ' id="regressions"' if section == "Regressions" else ""
+        headers, numeric = [*CHANGE_HEADERS, "Where to look"], {4, 5, 6, 7, 8}
+        shown = _table(headers, body[:MAX_REGRESSION_ROWS], numeric, "changes")
+        rest = (
+            f'<details class="more"><summary>{len(body) - MAX_REGRESSION_ROWS} more</summary>'
+            f"{_table(headers, body[MAX_REGRESSION_ROWS:], numeric, 'changes')}</details>"
+            if len(body) > MAX_REGRESSION_ROWS
+            else ""
+        )
+        parts.append(
+            f'<div class="change-group"{anchor}><h3>{html_text(section)} '
+            f'<span class="count">{len(rows)}, {n_primary} primary</span></h3>{shown}{rest}</div>'
+        )
+    skipped = skipped_tiers(data.scorecard, SYSTEM_TIERS)
+    if skipped and not data.scorecard.empty:
+        names = ", ".join(f"<code>{html_text(t)}</code>" for t in skipped)
+        parts.append(
+            f'<p class="skipped">Skipped tiers: {names} (no row in this scorecard: the tier '
+            "needs data this version does not have; its asset's metadata in the UI says why).</p>"
+        )
+    return "".join(parts)
+
+
+def week_html(data: ReportData) -> str:
+    """One row per recent date: regressions, outages, improvements, the largest regression."""
+    summary = week_summary(dict(data.week), data.headline_metrics)
+    if summary.empty:
+        return '<p class="empty">No verdict stored yet.</p>'
+    body = []
+    for r in summary.itertuples():
+        current = " current" if r.date == data.date else ""
+        verdict = (
+            "first evaluation"
+            if r.first
+            else ("quiet" if not (r.regressions or r.outages or r.improvements) else "")
+        )
+        cells = "".join(
+            f'<td class="num{" bad" if n and name != "improvements" else ""}">{n}</td>'
+            for name, n in (
+                ("regressions", r.regressions),
+                ("outages", r.outages),
+                ("improvements", r.improvements),
+            )
+        )
+        link = (
+            html_text(r.date)
+            if current
+            else f'<a href="{html_text(r.date)}.html">{html_text(r.date)}</a>'
+        )
+        body.append(
+            f'<tr class="{current.strip()}"><td>{link}</td>{cells}'
+            f"<td>{html_text(r.largest) or html_text(verdict)}</td></tr>"
+        )
+    headers = ["Date", "Regressions", "Outages", "Improvements", "First regression"]
+    return _table(headers, body, {1, 2, 3}, "week compact")
+
+
+# --------------------------------------------------------------------------- tiers
+
+
+def sparkline_svg(values: Sequence[float], marked: Sequence[bool], label: str) -> str:
+    """A 96×22 inline SVG line of `values` (oldest first), red dots where `marked`."""
+    width, height, pad = 96, 22, 3
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2:
+        return '<span class="muted">—</span>'
+    low, high = min(finite), max(finite)
+    span = (high - low) or 1.0
+    step = (width - 2 * pad) / (len(values) - 1)
+    points = [
+        (pad + i * step, height - pad - (v - low) / span * (height - 2 * pad))
+        for i, v in enumerate(values)
+    ]
+    line = " ".join(
+        f"{x:.1f},{y:.1f}" for (x, y), v in zip(points, values, strict=True) if math.isfinite(v)
+    )
+    dots = "".join(
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.4" fill="{REGRESSION_COLOR}"/>'
+        for (x, y), m, v in zip(points, marked, values, strict=True)
+        if m and math.isfinite(v)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{html_text(label)}"><title>{html_text(label)}</title>'
+        f'<polyline points="{line}" fill="none" stroke="#4e79a7" stroke-width="1.6"/>{dots}</svg>'
+    )
+
+
+def _sparklines(data: ReportData) -> dict[tuple[str, str, str], str]:
+    """(tier, system, metric) → sparkline of the stored history, for primary rows."""
+    if data.history.empty:
+        return {}
+    history = data.history.assign(role=roles(data.history, data.headline_metrics))
+    history = history[history["role"] == PRIMARY]
+    dates = sorted(set(data.history["date"]))
+    marks = regression_marks(data)
+    lines = {}
+    for (tier, system, metric), group in history.groupby(["tier", "system", "metric"]):
+        by_date = dict(zip(group["date"], group["value"].astype(float), strict=True))
+        values = [by_date.get(day, math.nan) for day in dates]
+        marked = [(day, tier, system, metric) in marks for day in dates]
+        label = f"{metric} of {system}, {dates[0]} to {dates[-1]}"
+        lines[(tier, system, metric)] = sparkline_svg(values, marked, label)
+    return lines
+
+
+def best_system(rows: pd.DataFrame, headline_metrics: Sequence[str]) -> str:
+    """'Best: <system> (<metric> = <value>)' on the tier's first headline metric that several
+    systems report, '' when no such metric."""
+    for metric in headline_metrics:
+        candidates = rows[(rows["metric"] == metric) & rows["value"].notna()]
+        if candidates["system"].nunique() < 2:
+            continue
+        higher = bool(candidates["higher_is_better"].iloc[0])
+        best = candidates.loc[
+            candidates["value"].astype(float).idxmax()
+            if higher
+            else candidates["value"].astype(float).idxmin()
+        ]
+        return (
+            f'<p class="best">Best system: <strong>{html_text(best["system"])}</strong> '
+            f"(<code>{html_text(metric)}</code> = {format_value(best['value'])} of "
+            f"{candidates['system'].nunique()} systems)</p>"
+        )
+    return ""
+
+
+def tier_tables_html(data: ReportData, tiers: Sequence[str]) -> str:
+    """One table per tier of `tiers` present in the scorecard, in that order, with the best
+    system and a trend sparkline for each primary metric."""
+    parts = []
+    sparks = _sparklines(data)
+    for tier in tiers:
+        rows = data.scorecard[data.scorecard["tier"] == tier]
+        if rows.empty:
+            continue
+        table = scorecard_summary_html(
+            rows,
+            data.baseline,
+            data.regressions,
+            data.headline_metrics,
+            data.comparisons,
+            sparks,
+        )
+        parts.append(
+            f'<div class="tier" id="tier-{html_text(tier)}"><h3>{html_text(tier)}</h3>'
+            f"{best_system(rows, data.headline_metrics)}{table}</div>"
+        )
+    return (
+        "".join(parts)
+        or '<p class="empty">No thresholded or headline metric in this scorecard.</p>'
+    )
+
+
 # --------------------------------------------------------------------------- page
 
 
@@ -679,7 +937,8 @@ def models_used(scorecard: pd.DataFrame) -> dict[str, list[str]]:
 
 def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
     """(date, tier, system, metric) → tooltip, for recorded alerts and this partition's."""
-    frames = [f for f in (data.alerts, data.regressions) if not f.empty]
+    recent = [f[f["alert"].astype(bool)] for f in data.week.values() if len(f)]
+    frames = [f for f in (data.alerts, *recent, data.regressions) if not f.empty]
     if not frames:
         return {}
     marks = pd.concat(frames, ignore_index=True).drop_duplicates("alert_key", keep="last")
@@ -756,15 +1015,18 @@ def trends_html(data: ReportData) -> str:
 
 
 def _kpis(data: ReportData) -> str:
-    metrics = data.scorecard[data.scorecard["tier"] != DATASET_TIER]
+    metrics = data.scorecard[data.scorecard["tier"].isin(SYSTEM_TIERS)]
     counts = metrics["band"].value_counts()
-    n_regressions = len(data.regressions)
+    sections = changes_by_section(data.comparisons, data.headline_metrics) if data.baseline else {}
+    n_regressions = len(sections.get("Regressions", ()))
+    n_improved = len(sections.get("Improvements", ()))
     cards = [
-        ("Metrics", len(metrics), "neutral"),
+        ("Regressions", n_regressions, "needs-attention" if n_regressions else "excellent"),
+        ("Improvements", n_improved, "excellent" if n_improved else "neutral"),
+        ("System metrics", len(metrics), "neutral"),
         ("Excellent", int(counts.get(EXCELLENT, 0)), "excellent"),
         ("Good", int(counts.get(GOOD, 0)), "good"),
-        ("Needs attention", int(counts.get(NEEDS_ATTENTION, 0)), "needs-attention"),
-        ("Regressions", n_regressions, "needs-attention" if n_regressions else "excellent"),
+        ("Below band", int(counts.get(NEEDS_ATTENTION, 0)), "needs-attention"),
     ]
     return (
         '<div class="kpis">'
@@ -810,57 +1072,34 @@ def _header(data: ReportData) -> str:
 
 
 def render_report(data: ReportData) -> str:
-    """The complete HTML page of the report."""
-    baseline = (
+    """The complete HTML page of the report (`templates/report.html.j2`); every fragment is
+    built with its strings escaped by `html_text`."""
+    against = (
         f" against {html_text(data.baseline.version)} {html_text(data.baseline.date)}"
         if data.baseline
         else ""
     )
-    summary = scorecard_summary_html(
-        data.scorecard, data.baseline, data.regressions, data.headline_metrics, data.comparisons
-    )
-    sections = [
-        _header(data),
-        _kpis(data),
-        f'<section id="regressions"><h2>Regressions{baseline}</h2>'
-        f"{regressions_html(data.regressions, data.baseline, data.headline_metrics)}</section>",
-        '<section id="scorecard"><h2>Scorecard</h2><p class="lead">Metrics with threshold '
-        "bands, and the headline metrics. Δ is the relative change against the baseline; "
-        "Detectable the smallest change in the bad direction this comparison could have "
-        "flagged on its own, given the number of items, today's noise and the metrics tested "
-        "(Benjamini–Hochberg's bar α / m): a smaller drop reads as no significant change "
-        "(— where it is not computed: no comparison, an unpaired traffic test, a zero "
-        "baseline)."
-        "</p>"
-        f"{summary}</section>",
-        f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
-        '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
-        f"scorecard of each version on or before {html_text(data.date)}.</p>"
-        f"{cross_version_html(data.cross_version, data.version, data.headline_metrics)}</section>",
-        *(
-            [
-                '<section id="correlations"><h2>Metric correlations</h2><p class="lead">Pearson '
-                "r of the RAGAS-style metrics over this partition's questions (pairs both "
-                "scored; — with fewer than 3 or a constant metric).</p>"
-                f"{correlations_html(data.correlations)}</section>"
-            ]
-            if data.correlations
-            else []
-        ),
-        '<section id="full-scorecard"><details><summary>Full scorecard '
-        f"({len(data.scorecard)} rows)</summary>{full_scorecard_html(data.scorecard)}</details>"
-        "</section>",
-    ]
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>RAG evaluation · {html_text(data.version)} · {html_text(data.date)}</title>"
-        f"<style>{CSS}</style></head><body><main>{''.join(sections)}"
-        "<footer>Generated by <code>rag_eval_pipeline</code>. A metric regresses when a paired "
-        "one-sided test on the items both dates scored gives a Benjamini–Hochberg q below α "
-        "and it moves in its bad direction by more than its tolerance (metrics without "
-        "per-item scores: the tolerance alone). A metric missing today is an alert too."
-        "</footer></main></body></html>\n"
+    judge = tier_tables_html(data, JUDGE_TIERS)
+    fragments = {
+        "header": _header(data),
+        "kpis": _kpis(data),
+        "against": against,
+        "changes": changes_html(data),
+        "week": week_html(data),
+        "tiers": tier_tables_html(data, SYSTEM_TIERS),
+        "trends": trends_html(data),
+        "versions": cross_version_html(data.cross_version, data.version, data.headline_metrics),
+        "correlations": correlations_html(data.correlations) if data.correlations else "",
+        "judge": judge if "<table" in judge else '<p class="empty">No judge scored.</p>',
+        "full": full_scorecard_html(data.scorecard),
+        "css": CSS,
+    }
+    return TEMPLATES.get_template("report.html.j2").render(
+        version=data.version,
+        date=data.date,
+        week_days=len(data.week),
+        n_rows=len(data.scorecard),
+        **{name: Markup(text) for name, text in fragments.items()},
     )
 
 
@@ -939,6 +1178,14 @@ details summary{cursor:pointer;font-weight:600;font-size:17px}
 details.more{margin-top:10px}details.more summary{font-size:14px;color:var(--good)}
 details[open] summary{margin-bottom:12px}
 footer{color:var(--muted);font-size:13px;margin-top:24px;text-align:center}
+h3{font-size:16px;margin:18px 0 8px}h3 .count{color:var(--muted);font-weight:400;font-size:13px}
+.role{display:inline-block;padding:0 7px;border-radius:999px;font-size:11px;font-weight:600;
+background:var(--bg);color:var(--muted)}.role-primary{background:#1d2433;color:#fff}
+.change-group{margin-bottom:14px}.best{margin:0 0 8px;font-size:14px}
+.skipped{color:var(--muted);font-size:14px}td.bad{color:var(--bad);font-weight:700}
+table.week tr.current td{background:#f2f6fd;font-weight:600}
+td.trend{padding:2px 8px}svg.spark{display:block}
+.tier{margin-bottom:18px}
 @media (max-width:640px){main{padding:16px 10px}section{padding:14px}
 .charts{grid-template-columns:1fr}h1{font-size:24px}}
 @media print{body{background:#fff}section{break-inside:avoid;border:none;padding:0}}

@@ -96,6 +96,7 @@ def partition_fingerprint(
         f"env={environment_items(environ)!r}",
         f"embedder={embedder_weights(environ)}",
         f"selection={sorted(selection) if selection else 'all'}",
+        f"staged_change={manifest.change_active(date)}",
         f"baseline={baseline_digest(store, version, date, environ.get(BASELINE_VERSION_ENV))}",
     ]
     return hashlib.blake2b("\n".join(parts).encode(), digest_size=20).hexdigest()

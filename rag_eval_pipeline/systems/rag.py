@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.embedding.embedder import Embedder, loading_seconds
 from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.retrievers import dense_scores, document_texts, top_k_run
 
@@ -81,9 +81,12 @@ class ReferenceRag:
         return run.reset_index(drop=True)
 
     def answer(self, queries: pd.DataFrame) -> pd.DataFrame:
-        start = time.perf_counter()
+        """Retrieve and generate for every question; the retrieval latency leaves out the
+        one-time loading of the embedding model (which only the first run of a process pays)."""
+        start, loading = time.perf_counter(), loading_seconds()
         run = self.retrieve(queries)
-        retrieval_ms = (time.perf_counter() - start) * 1000 / max(len(queries), 1)
+        elapsed = time.perf_counter() - start - (loading_seconds() - loading)
+        retrieval_ms = elapsed * 1000 / max(len(queries), 1)
         texts = dict(zip(self.corpus["doc_id"], document_texts(self.corpus), strict=True))
         doc_ids = (
             run.groupby("query_id", sort=False)["doc_id"]

@@ -20,6 +20,7 @@ from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.reporting.html_report import (
     DATASET_TIER,
+    SYSTEM_TIERS,
     collect_report_data,
     render_report,
 )
@@ -86,7 +87,8 @@ def evaluation_report(
     path = report_path(config.reports_dir, version, day).resolve()
     write_text_atomically(render_report(data), path)
     metrics = evaluation_scorecard[evaluation_scorecard["tier"] != DATASET_TIER]
-    n_attention = int((metrics["band"] == NEEDS_ATTENTION).sum())
+    levels = metrics[metrics["tier"].isin(SYSTEM_TIERS)]
+    n_attention = int((levels["band"] == NEEDS_ATTENTION).sum())
     n_regressions = len(data.regressions)
     against = (
         f"{markdown_cell(data.baseline.version)} {markdown_cell(data.baseline.date)}"
@@ -99,7 +101,7 @@ def evaluation_report(
             "report_url": MetadataValue.url(path.as_uri()),
             "summary": MetadataValue.md(
                 f"**{markdown_cell(version)} · {day}**: {len(metrics)} metrics, "
-                f"{n_attention} need attention, "
+                f"{n_attention} of the system's below their band, "
                 f"{n_regressions} regression(s) against {against}. "
                 f"[Open the report]({path.as_uri()})"
             ),

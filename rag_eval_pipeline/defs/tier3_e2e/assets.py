@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from rag_eval_pipeline.defs.dataset.assets import as_dataset
 from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.answer_scores import score_answers
@@ -20,6 +20,7 @@ from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
+from rag_eval_pipeline.systems.staged_change import lost_answers_corpus
 
 TIER = "tier3_e2e"
 E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
@@ -51,9 +52,19 @@ def e2e_generations(
         )
     model = embedder.get()
     generator, client = generator_llm.generator(model)
+    corpus, staged = dataset.corpus, []
+    _, day = partition_parts(context)
+    if kind == "reference" and dataset.manifest.change_active(day):
+        corpus, staged = lost_answers_corpus(
+            dataset.corpus, dataset.relevant_qrels, dataset.manifest.staged_change_drop or 0.0
+        )
+        context.log.info(
+            f"staged change (dataset.yaml): the index lost the relevant documents of "
+            f"{len(staged)} question(s) on {day}"
+        )
     system = build_rag_system(
         kind,
-        corpus=dataset.corpus,
+        corpus=corpus,
         answers=dataset.answers,
         embedder=model,
         generator=generator,
@@ -71,6 +82,7 @@ def e2e_generations(
             "n_errors": MetadataValue.int(int(outputs["error"].notna().sum())),
             "top_k": MetadataValue.int(rag_system.top_k),
             "skip_top": MetadataValue.int(rag_system.skip_top),
+            "staged_change_questions": MetadataValue.int(len(staged)),
             **llm_usage_metadata("generator", generator.generator_model, client),
         }
     )

@@ -73,7 +73,9 @@ def _interactions(
     context: AssetExecutionContext, dataset: GoldenDataset, timezone: str
 ) -> pd.DataFrame:
     _, day = partition_parts(context)
-    return day_interactions(dataset.logs, date.fromisoformat(day), timezone)
+    return day_interactions(
+        dataset.logs, date.fromisoformat(day), timezone, dataset.manifest.traffic_replay
+    )
 
 
 @asset(
