@@ -212,10 +212,10 @@ def test_report_content_bands_regressions_and_cross_version(store: WarehouseStor
     assert "What changed against v1 2026-11-20" in text
     regressions = page.split('id="regressions"')[1].split("</table>")[0]
     assert regressions.count("<tr>") == 3  # header + dense hit_rate@1 and mrr
-    assert "2, 2 primary" in text  # regressions, primary ones
+    assert "2, 0 primary" in text  # regressions, primary ones (hit_rate@1, mrr: secondary)
     assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics (per query)")
     week = page.split("day(s)</h3>")[1].split("</table>")[0]  # dates with stored verdicts
-    assert f"<td>{D3}</td>" in week and "dense hit_rate@1 −52.4% (q = " in week
+    assert f"<td>{D3}</td>" in week and "dense hit_rate@1 −52.4% (effect only)" in week
     assert page.index('id="changes"') < page.index('id="scorecard"') < page.index('id="judge"')
     assert "packaged:all-MiniLM-L6-v2" in text and "gpt-4o-mini & co" in text
     assert "50 questions" in text

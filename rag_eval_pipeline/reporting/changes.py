@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rag_eval_pipeline.reporting.alerting import sample_size
+from rag_eval_pipeline.reporting.alerting import number, sample_size
 
 # Verdict kind → section of "What changed", in display order.
 CHANGE_SECTIONS = {
@@ -47,8 +47,11 @@ def roles(frame: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.Series:
     return primary.map({True: PRIMARY, False: SECONDARY})
 
 
-def section_of(verdict: str, alert: bool) -> str | None:
-    """The "What changed" section of a verdict, None when the row is not a change."""
+def section_of(verdict: str, alert: bool, beyond_tolerance: bool = True) -> str | None:
+    """The "What changed" section of a verdict, None when the row is not a change (an
+    untestable row that moved less than its tolerance is not one)."""
+    if verdict == "untestable" and not (alert or beyond_tolerance):
+        return None
     if verdict in CHANGE_SECTIONS:
         return CHANGE_SECTIONS[verdict]
     return OUTAGES if alert else None
@@ -64,8 +67,14 @@ def changes_by_section(
     rows = comparisons.assign(
         role=roles(comparisons, headline_metrics),
         section=[
-            section_of(str(v), bool(a))
-            for v, a in zip(comparisons["verdict"], comparisons["alert"], strict=True)
+            section_of(str(v), bool(a), bool(b))
+            for v, a, b in zip(
+                comparisons["verdict"],
+                comparisons["alert"],
+                comparisons["relative_change"].abs().fillna(0)
+                > comparisons.get("threshold", pd.Series(0.0, index=comparisons.index)),
+                strict=True,
+            )
         ],
         where=comparisons["tier"].map(lambda t: DRILL_DOWN.get(str(t), str(t))),
     )
@@ -106,13 +115,14 @@ def week_summary(
 
 
 def _described(row: pd.Series) -> str:
-    """`<system> <metric> −26.9% (q = 0.00064, n = 76) → <where to look>`."""
+    """`<system> <metric> −26.9% (q = 0.00064, n = 76) → <where to look>` (an effect-only
+    row says so instead of a q)."""
     size = sample_size(row)
-    n = f", n = {size}" if size else ""
-    change = f"{row['relative_change']:+.1%}".replace("-", "−")
-    return (
-        f"{row['system']} {row['metric']} {change} (q = {row['q_value']:.2g}{n}) → {row['where']}"
-    )
+    q = "" if pd.isna(row["q_value"]) else f"q = {row['q_value']:.2g}"
+    n = size if size in ("", "effect only") else f"n = {size}"
+    details = ", ".join(part for part in (q, n) if part)
+    change = number(row["relative_change"], "{:+.1%}").replace("-", "−")
+    return f"{row['system']} {row['metric']} {change} ({details}) → {row['where']}"
 
 
 def skipped_tiers(scorecard: pd.DataFrame, tiers: Sequence[str]) -> list[str]:

@@ -35,7 +35,7 @@ from markupsafe import Markup
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
-from rag_eval_pipeline.reporting.alerting import sample_size
+from rag_eval_pipeline.reporting.alerting import items_needed_lines, sample_size
 from rag_eval_pipeline.reporting.changes import (
     PRIMARY,
     changes_by_section,
@@ -621,61 +621,6 @@ def correlations_html(correlations: Mapping[str, pd.DataFrame]) -> str:
     return "".join(tables)
 
 
-def regressions_html(
-    regressions: pd.DataFrame, baseline: Baseline | None, headline_metrics: Sequence[str]
-) -> str:
-    """The partition's regressions against its baseline: headline metrics first, then the
-    largest relative change; beyond `MAX_REGRESSION_ROWS` rows the rest is collapsed."""
-    if baseline is None:
-        return (
-            '<p class="empty">No baseline yet: this is the first stored evaluation of this '
-            "dataset version, so there is nothing to compare with.</p>"
-        )
-    if regressions.empty:
-        against = f"{html_text(baseline.version)} {html_text(baseline.date)}"
-        return f'<p class="ok">No regression against {against}.</p>'
-    headline = regressions["metric"].isin(headline_metrics)
-    ordered = regressions.assign(
-        other=~headline, severity=-regressions["relative_change"].abs()
-    ).sort_values(["other", "severity"])
-    body = [
-        f"<tr><td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td><td><code>{html_text(r.metric)}</code>"
-        f"{_direction(r.higher_is_better)}</td>"
-        f'<td class="num">{format_value(r.baseline_value)}</td>'
-        f'<td class="num strong">{format_value(r.value)}</td>'
-        f'<td class="num delta delta-regressed">{format_change(r.relative_change)}</td>'
-        f'<td class="num">{format_value(r.q_value)}</td>'
-        f'<td class="num">{html_text(sample_size(r))}</td>'
-        f'<td class="num">{r.threshold:.0%}</td><td>{html_text(r.reason)}</td></tr>'
-        for r in ordered.itertuples()
-    ]
-    headers = [
-        "Tier",
-        "System",
-        "Metric",
-        "Baseline",
-        "Now",
-        "Change",
-        "q",
-        "n",
-        "Tolerance",
-        "Why",
-    ]
-    numeric = {3, 4, 5, 6, 7, 8}
-    lead = (
-        f'<p class="lead">{len(regressions)} metric(s) regressed, {int(headline.sum())} of them '
-        "headline metrics.</p>"
-    )
-    shown = _table(headers, body[:MAX_REGRESSION_ROWS], numeric, "regressions")
-    if len(body) <= MAX_REGRESSION_ROWS:
-        return lead + shown
-    rest = _table(headers, body[MAX_REGRESSION_ROWS:], numeric, "regressions")
-    return (
-        f'{lead}{shown}<details class="more"><summary>{len(body) - MAX_REGRESSION_ROWS} more '
-        f"regression(s)</summary>{rest}</details>"
-    )
-
-
 def cross_version_html(
     cross_version: pd.DataFrame, current_version: str, headline_metrics: Sequence[str]
 ) -> str:
@@ -781,6 +726,15 @@ def changes_html(data: ReportData) -> str:
         parts.append(
             f'<div class="change-group"{anchor}><h3>{html_text(section)} '
             f'<span class="count">{len(rows)}, {n_primary} primary</span></h3>{shown}{rest}</div>'
+        )
+    needed = items_needed_lines(data.comparisons) if data.baseline is not None else []
+    if needed:
+        items = "".join(f"<li>{html_text(line)}</li>" for line in needed)
+        parts.append(
+            '<div class="items-needed"><h3>How many questions do I need?</h3>'
+            "<p>For each primary metric, about how many questions a 10% drop needs to be "
+            f"flagged on its own, at today's noise and its share of the alert budget:</p>"
+            f"<ul>{items}</ul></div>"
         )
     skipped = skipped_tiers(data.scorecard, SYSTEM_TIERS)
     if skipped and not data.scorecard.empty:
