@@ -43,6 +43,16 @@ __all__ = [
     "ppi_mean_estimate",
 ]
 
+# How the scorecard names a judge metric's corrected mean and its labels-only mean, and what
+# the report says they mean.
+PPI_PREFIX, CLASSICAL_PREFIX = "ppi_", "classical_"
+EXPLANATION = (
+    "ppi_<metric> is the judge's mean corrected by the judge−human differences on the labeled "
+    "items (prediction-powered inference, PPI++): an estimate of what the raters would give "
+    "on average, with a 95% interval; classical_<metric> uses the labels alone. Valid when the "
+    "labeled items are drawn like the partition's items."
+)
+
 
 def _arrays(
     labels: ArrayLike, judged: ArrayLike, judged_unlabeled: ArrayLike

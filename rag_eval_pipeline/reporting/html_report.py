@@ -32,6 +32,7 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
+from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
 from rag_eval_pipeline.reporting.alerting import sample_size
 from rag_eval_pipeline.reporting.escaping import html_text
 from rag_eval_pipeline.storage.warehouse import SCORECARD_ASSET, Baseline, WarehouseStore
@@ -547,6 +548,53 @@ def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
 
 
+def judge_corrected_html(scorecard: pd.DataFrame) -> str:
+    """Per system and judged criterion with human labels: the judge's mean (and how many items
+    it scored, N), the prediction-powered estimate of the raters' mean with its 95% CI, and the
+    labels' own mean and CI (n labels); empty when the scorecard has no `ppi_` rows."""
+    ppi = scorecard[scorecard["metric"].str.startswith(PPI_PREFIX)]
+    if ppi.empty:
+        return ""
+    rows = {(r.tier, r.system, r.metric): r for r in scorecard.itertuples()}
+    missing = '<span class="muted">—</span>'
+    body = []
+    for r in ppi.itertuples():
+        metric = r.metric.removeprefix(PPI_PREFIX)
+        # the judge metrics PPI corrects are summarized as avg_<metric> (their SCORECARD_NAME)
+        judge = rows.get((r.tier, r.system, f"avg_{metric}"))
+        labels = rows.get((r.tier, r.system, CLASSICAL_PREFIX + metric))
+        cells = [
+            format_value(judge.value) if judge else missing,
+            format_count(judge.count) if judge else missing,
+            format_value(r.value),
+            _ci(r.ci_low, r.ci_high),
+            format_value(labels.value) if labels else missing,
+            _ci(labels.ci_low, labels.ci_high) if labels else missing,
+            format_count(r.count),
+        ]
+        body.append(
+            f"<tr><td>{html_text(r.system)}</td><td><code>{html_text(metric)}</code></td>"
+            + "".join(f'<td class="num">{cell}</td>' for cell in cells)
+            + "</tr>"
+        )
+    headers = [
+        "System",
+        "Metric",
+        "Judge mean",
+        "N judged",
+        "PPI estimate",
+        "PPI 95% CI",
+        "Labels mean",
+        "Labels 95% CI",
+        "n labeled",
+    ]
+    return (
+        f'<section id="judge-corrected"><h2>Judge corrected by human labels</h2>'
+        f'<p class="lead">{html_text(EXPLANATION)}</p>'
+        f"{_table(headers, body, {2, 3, 4, 5, 6, 7, 8})}</section>"
+    )
+
+
 def correlations_html(correlations: Mapping[str, pd.DataFrame]) -> str:
     """One square table per system: Pearson r of each pair of metrics, `—` where undefined."""
     tables = []
@@ -833,6 +881,7 @@ def render_report(data: ReportData) -> str:
         "baseline)."
         "</p>"
         f"{summary}</section>",
+        judge_corrected_html(data.scorecard),
         f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
         '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
         f"scorecard of each version on or before {html_text(data.date)}.</p>"
