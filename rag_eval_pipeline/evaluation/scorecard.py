@@ -9,7 +9,7 @@ name mentions latency, an error or refusal rate, an error count, a cost or a dis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,11 @@ class Thresholds:
             versions=raw.get("versions") or {},
             default_regression=float((raw.get("defaults") or {}).get("regression", 0.05)),
         )
+
+    def with_defaults(self, rules: dict[str, dict[str, Any]]) -> Thresholds:
+        """These thresholds with `rules` for metrics the file does not name (e.g. the bands
+        declared with a criterion in `config/criteria.yaml`); the file's own rules win."""
+        return replace(self, metrics={**rules, **self.metrics})
 
     def rule(self, metric: str, version: str) -> dict[str, Any]:
         """The merged rule of `metric` for `version` (version overrides win)."""
