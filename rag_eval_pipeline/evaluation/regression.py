@@ -185,6 +185,10 @@ class PartitionScores:
     items: pd.DataFrame
     identities: dict[str, str | None] = field(default_factory=dict)
     samples: pd.DataFrame | None = None
+    # A baseline re-scored by today's judge (`evaluation.judge_bridge`): the keys re-scored,
+    # compared although the judge changed, and why the others could not be.
+    bridged: frozenset[tuple[str, str, str]] = frozenset()
+    bridge_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -345,8 +349,10 @@ def compare_partitions(
             continue
         moved = [
             f"{role} changed ({ids})"
+            + (f": {baseline.bridge_note}" if role == "judge" and baseline.bridge_note else "")
             for role, ids in changed.items()
             if model_feeds(role, tier, metric)
+            and not (role == "judge" and (tier, system, metric) in baseline.bridged)
         ]
         if np.isfinite(base[i]) and not np.isfinite(cur[i]):
             reason[i] = MISSING_TODAY

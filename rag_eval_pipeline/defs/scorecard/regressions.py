@@ -9,6 +9,7 @@ HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
+from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import (
@@ -17,7 +18,14 @@ from rag_eval_pipeline.defs.resources import (
     LLMResource,
     WarehouseResource,
 )
+from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.judge_bridge import (
+    BRIDGE_COLUMNS,
+    BRIDGED_TABLES,
+    bridge_baseline,
+    bridge_reasons,
+)
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
     IDENTITY_ROLES,
@@ -125,8 +133,23 @@ def metric_regressions(
             baseline_identities(store, chosen.version, chosen.date),
             item_scores(tables, SAMPLE_SOURCES),
         )
+    bridge, bridge_metadata = pd.DataFrame(columns=BRIDGE_COLUMNS), {}
+    old_judge = previous.identities.get("judge") if previous is not None else None
+    if previous is not None and old_judge not in (None, judge_llm.identity):
+        judge, client = judge_llm.judge(embedder.get())
+        answers = {
+            name: store.read_partition(name, previous.version, previous.date)
+            for name, _ in BRIDGED_TABLES.values()
+        }
+        previous, bridge = bridge_baseline(previous, {**tables, **answers}, judge, load_weights())
+        bridge_metadata = {
+            "judge_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
+            **llm_usage_metadata("bridge_judge", judge.judge_model, client),
+        }
     rule = RegressionRule(config.alpha, config.n_resamples, config.seed)
     verdicts = compare_partitions(current, previous, rule)
+    if old_judge is not None:
+        verdicts["reason"] = bridge_reasons(verdicts, bridge, old_judge, judge_llm.identity)
     counts = verdicts["verdict"].value_counts()
     n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
     context.add_output_metadata(
@@ -140,6 +163,7 @@ def metric_regressions(
             ),
             "alpha": MetadataValue.float(config.alpha),
             "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
+            **bridge_metadata,
         }
     )
     return verdicts
