@@ -204,3 +204,29 @@ def test_offline_pipeline_lists_the_criteria_not_computed(
 def test_criterion_is_a_frozen_declaration() -> None:
     criterion = Criterion(name="tone", criterion="calm")
     assert criterion.template.name == "tone" and "$question" in criterion.template.user
+
+
+def test_an_input_the_tier_lacks_is_not_computed_with_the_reason(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    needs_truth = Criterion(
+        name="matches_truth", criterion="agrees", inputs=("answer", "ground_truth")
+    )
+    tone = Criterion(name="tone", criterion="calm")
+    sample = pd.DataFrame(  # the traffic tier's judged sample: no ground truth
+        {
+            "system": "traffic",
+            "query_id": ["l1", "l2"],
+            "question": ["q?", "r?"],
+            "answer": ["a", None],
+        }
+    )
+    with run_openai_server(responder=criteria_judge) as server:
+        resource = loopback_llm(server.base_url, "openai/criteria-judge", tmp_path)
+        judge, _ = resource.judge(embedder)
+        judgments, not_computed = judge_criteria(sample, judge, [needs_truth, tone])
+    assert not_computed == {"matches_truth": "no ground_truth_answer to show the judge"}
+    assert judgments["metric"].tolist() == ["tone", "tone"]
+    assert judgments["score"].tolist()[0] == 0.75
+    assert judgments["error"].tolist()[1] == "missing answer"
+    assert len(server.requests) == 1  # the missing answer is never sent
