@@ -32,6 +32,7 @@ from rag_eval_pipeline.evaluation.regression import (
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import summarize_judgments
 from rag_eval_pipeline.judges.judge import LLMJudge
+from rag_eval_pipeline.reporting.html_report import judge_bridge_html
 from rag_eval_pipeline_tests.conftest import loopback_llm
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
@@ -115,6 +116,9 @@ def test_bridge_keeps_the_trend_and_alerts_a_real_drop(tmp_path: Path, embedder:
         assert verdict["verdict"] != NOT_COMPARABLE and verdict["n_paired"] == 60
         reasons = bridge_reasons(verdicts, bridge, "judge-a", "judge-b")
         assert "+0.1000 on 60 items" in reasons[verdicts["metric"] == METRIC].item()
+        html = judge_bridge_html(verdicts.assign(reason=reasons))
+        assert "Judge changed: baseline re-judged" in html and "+0.1000 on 60 items" in html
+        assert judge_bridge_html(unbridged.reset_index()) == ""
 
         # a real 10% drop of the system, as judge B sees it
         dropped = answers(0.9 * (qualities + SHIFT) - SHIFT)

@@ -38,7 +38,7 @@ from rag_eval_pipeline.evaluation.generation import (
     refusal_scores,
 )
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, item_scores
-from rag_eval_pipeline.evaluation.regression import KEY, PartitionScores
+from rag_eval_pipeline.evaluation.regression import KEY, REJUDGED, PartitionScores
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric, summarize_judgments
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
@@ -176,7 +176,7 @@ def bridge_reasons(verdicts: pd.DataFrame, bridge: pd.DataFrame, old: str, new: 
         return verdicts["reason"]
     notes = {
         (r.tier, r.system, r.metric): (
-            f"baseline re-judged by the new judge ({old} → {new}): the judge alone moved it "
+            f"{REJUDGED} ({old} → {new}): the judge alone moved it "
             f"{r.shift:+.4f} on {r.n_items} items (ρ {r.spearman:.2f}, "
             f"weighted κ {r.weighted_kappa:.2f})"
         )

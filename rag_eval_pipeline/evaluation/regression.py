@@ -123,6 +123,8 @@ REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE = (
 )
 VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, NOT_COMPARABLE)
 MISSING_TODAY = "missing today"
+# The reason of a metric compared across a judge change (`evaluation.judge_bridge`) starts so.
+REJUDGED = "baseline re-judged by the new judge"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"

@@ -29,7 +29,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
+from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE, REJUDGED
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
@@ -548,6 +548,30 @@ def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
 
 
+def judge_bridge_html(comparisons: pd.DataFrame | None) -> str:
+    """The metrics compared across a judge change because the baseline's answers were
+    re-judged by today's judge, each with how far the judge change alone moved it (the
+    verdict's reason, `evaluation.judge_bridge`); empty when the judge did not change."""
+    if comparisons is None or comparisons.empty:
+        return ""
+    bridged = comparisons[comparisons["reason"].fillna("").str.contains(REJUDGED, regex=False)]
+    if bridged.empty:
+        return ""
+    body = [
+        f"<tr><td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td>"
+        f"<td><code>{html_text(r.metric)}</code></td><td>{html_text(r.verdict)}</td>"
+        f"<td>{html_text(r.reason)}</td></tr>"
+        for r in bridged.itertuples()
+    ]
+    return (
+        '<section id="judge-bridge"><h2>Judge changed: baseline re-judged</h2><p class="lead">'
+        "The judge differs from the baseline's, so the baseline's stored answers were scored "
+        "again by today's judge and compared item by item under one judge; each row says how "
+        "far the judge change alone moved the metric on the baseline's items.</p>"
+        f"{_table(['Tier', 'System', 'Metric', 'Verdict', 'Bridge'], body, set())}</section>"
+    )
+
+
 def judge_corrected_html(scorecard: pd.DataFrame) -> str:
     """Per system and judged criterion with human labels: the judge's mean (and how many items
     it scored, N), the prediction-powered estimate of the raters' mean with its 95% CI, and the
@@ -881,6 +905,7 @@ def render_report(data: ReportData) -> str:
         "baseline)."
         "</p>"
         f"{summary}</section>",
+        judge_bridge_html(data.comparisons),
         judge_corrected_html(data.scorecard),
         f'<section id="trends"><h2>Trends</h2>{trends_html(data)}</section>',
         '<section id="versions"><h2>Across dataset versions</h2><p class="lead">Latest '
