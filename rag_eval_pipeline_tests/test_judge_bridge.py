@@ -21,6 +21,7 @@ from rag_eval_pipeline.evaluation.judge_bridge import (
     ANSWERS_GONE,
     bridge_baseline,
     bridge_reasons,
+    judge_change,
 )
 from rag_eval_pipeline.evaluation.regression import (
     NOT_COMPARABLE,
@@ -150,3 +151,20 @@ def test_baseline_answers_gone_stay_not_comparable_with_the_reason(
     assert bridge.empty
     verdict = compare_partitions(today, kept, RULE).set_index("metric").loc[METRIC]
     assert verdict["verdict"] == NOT_COMPARABLE and ANSWERS_GONE in verdict["reason"]
+
+
+def test_a_prompt_change_with_the_same_model_is_a_judge_change() -> None:
+    def judged(version: str) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "metric": ["faithfulness", "rouge1_f"],
+                "judge_version": [version, "rouge-score"],
+            }
+        )
+
+    baseline = PartitionScores("v1", "d", pd.DataFrame(), pd.DataFrame(), {"judge": "m|x"})
+    old, new = {"e2e_judgments": judged("prompts-v1")}, {"e2e_judgments": judged("prompts-v2")}
+    assert judge_change(baseline, old, old, "m|x") is None
+    assert judge_change(baseline, old, new, "m|x") == ("prompts-v1", "prompts-v2")
+    assert judge_change(baseline, old, old, "m|y") == ("m|x", "m|y")
+    assert judge_change(baseline, {}, new, "m|x") is None  # nothing judged on the baseline

@@ -61,6 +61,36 @@ BRIDGE_COLUMNS = [
 ]
 
 
+def judge_versions(tables: Mapping[str, pd.DataFrame | None]) -> str | None:
+    """The prompt versions (`judge_version`) behind the judge metrics of the judged `tables`,
+    sorted and joined; None when they hold no judge metric. A prompt change with the same model
+    is a judge change too."""
+    versions: set[str] = set()
+    for name in BRIDGED_TABLES:
+        table = tables.get(name)
+        if table is not None and not table.empty:
+            judged = table[table["metric"].isin(list(JUDGE_CALLS))]
+            versions |= set(judged["judge_version"].dropna().astype(str))
+    return ", ".join(sorted(versions)) or None
+
+
+def judge_change(
+    baseline: PartitionScores,
+    tables: Mapping[str, pd.DataFrame | None],
+    today_tables: Mapping[str, pd.DataFrame | None],
+    identity: str,
+) -> tuple[str, str] | None:
+    """(old, new) when the judge changed since the baseline: its identity (model, endpoint,
+    sampling), else the prompt versions its stored judgments record; None when it did not."""
+    old = baseline.identities.get("judge")
+    if old is not None and old != identity:
+        return old, identity
+    old_prompts, new_prompts = judge_versions(tables), judge_versions(today_tables)
+    if None not in (old_prompts, new_prompts) and old_prompts != new_prompts:
+        return str(old_prompts), str(new_prompts)
+    return None
+
+
 def rejudge(
     judgments: pd.DataFrame,
     answers: pd.DataFrame,

@@ -25,6 +25,7 @@ from rag_eval_pipeline.evaluation.judge_bridge import (
     BRIDGED_TABLES,
     bridge_baseline,
     bridge_reasons,
+    judge_change,
 )
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
@@ -134,8 +135,8 @@ def metric_regressions(
             item_scores(tables, SAMPLE_SOURCES),
         )
     bridge, bridge_metadata = pd.DataFrame(columns=BRIDGE_COLUMNS), {}
-    old_judge = previous.identities.get("judge") if previous is not None else None
-    if previous is not None and old_judge not in (None, judge_llm.identity):
+    change = judge_change(previous, tables, today_tables, judge_llm.identity) if previous else None
+    if previous is not None and change is not None:
         judge, client = judge_llm.judge(embedder.get())
         answers = {
             name: store.read_partition(name, previous.version, previous.date)
@@ -148,8 +149,8 @@ def metric_regressions(
         }
     rule = RegressionRule(config.alpha, config.n_resamples, config.seed)
     verdicts = compare_partitions(current, previous, rule)
-    if old_judge is not None:
-        verdicts["reason"] = bridge_reasons(verdicts, bridge, old_judge, judge_llm.identity)
+    if change is not None:
+        verdicts["reason"] = bridge_reasons(verdicts, bridge, *change)
     counts = verdicts["verdict"].value_counts()
     n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
     context.add_output_metadata(
