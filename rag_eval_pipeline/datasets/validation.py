@@ -471,6 +471,7 @@ JUDGE_LABELS = TableSchema(
         Column("answer", "text"),
         Column("label_id", "id", required=False),
         Column("ground_truth_show", "bool", required=False, nullable=True),
+        Column("ground_truth_answer", "text", required=False, nullable=True),
     ),
     key=("label_id",),
     prefixed=tuple(

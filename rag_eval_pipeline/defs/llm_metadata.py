@@ -47,3 +47,15 @@ def judgments_metadata(
         "composite": MetadataValue.text(describe(dict(weights))),
         **llm_usage_metadata("judge", judge_model, client),
     }
+
+
+def criteria_metadata(not_computed: Mapping[str, str]) -> dict[str, Any]:
+    """The declared criteria (`config/criteria.yaml`) not computed, each with why (under the
+    offline judge: `needs an LLM judge`); nothing when every criterion was judged."""
+    if not not_computed:
+        return {}
+    return {
+        "criteria_not_computed": MetadataValue.md(
+            "\n".join(f"- `{name}`: {reason}" for name, reason in sorted(not_computed.items()))
+        )
+    }

@@ -18,8 +18,9 @@ import pandas as pd
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.validation import is_missing
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.judges.criteria import NEEDS_LLM, Criterion
 from rag_eval_pipeline.judges.heuristics import is_noncommittal
-from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, Judge
+from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, Judge, LLMJudge
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import (
@@ -186,6 +187,35 @@ def judge_answers(
             judged.loc[declined, "details"] = REFUSAL_DETAILS
         parts.append(judged)
     return _concat(parts)
+
+
+CRITERION_COLUMNS = {
+    "question": "question",
+    "answer": "answer",
+    "contexts": "contexts",
+    "ground_truth": "ground_truth_answer",
+}
+
+
+def judge_criteria(
+    frame: pd.DataFrame, judge: Judge, criteria: Sequence[Criterion], *, use_cache: bool = True
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Long judgments of the declared `criteria` (`judges.criteria`) for every row of `frame`,
+    and the criteria not computed with why: every one under the offline judge (`NEEDS_LLM`),
+    one whose input `frame` lacks (e.g. `contexts` of a traffic log without them)."""
+    parts, not_computed = [], {}
+    for criterion in criteria:
+        columns = [CRITERION_COLUMNS[i] for i in criterion.inputs]
+        absent = [c for c in columns if c not in frame.columns]
+        if not isinstance(judge, LLMJudge):
+            not_computed[criterion.name] = NEEDS_LLM
+        elif absent:
+            not_computed[criterion.name] = f"no {', '.join(absent)} to show the judge"
+        elif not frame.empty:
+            texts = {i: frame[CRITERION_COLUMNS[i]].tolist() for i in criterion.inputs}
+            scored = judge.criterion(criterion, texts, use_cache=use_cache)
+            parts.append(_long(frame, criterion.name, scored))
+    return _concat(parts), not_computed
 
 
 def refusal_scores(frame: pd.DataFrame, judgments: pd.DataFrame) -> pd.DataFrame:

@@ -146,6 +146,8 @@ REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE = (
 VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE)
 MISSING_TODAY = "missing today"
 NO_VALUE = "no value on either date"
+# The reason of a metric compared across a judge change (`evaluation.judge_bridge`) starts so.
+REJUDGED = "baseline re-judged by the new judge"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
@@ -216,6 +218,10 @@ class PartitionScores:
     items: pd.DataFrame
     identities: dict[str, str | None] = field(default_factory=dict)
     samples: pd.DataFrame | None = None
+    # A baseline re-scored by today's judge (`evaluation.judge_bridge`): the keys re-scored,
+    # compared although the judge changed, and why the others could not be.
+    bridged: frozenset[tuple[str, str, str]] = frozenset()
+    bridge_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -439,7 +445,11 @@ def compare_partitions(
     counts = np.zeros((n, 3), dtype=np.int64)
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
         moved = [
-            f"{r} changed ({ids})" for r, ids in changed.items() if model_feeds(r, tier, metric)
+            f"{who} changed ({ids})"
+            + (f": {baseline.bridge_note}" if who == "judge" and baseline.bridge_note else "")
+            for who, ids in changed.items()
+            if model_feeds(who, tier, metric)
+            and not (who == "judge" and (tier, system, metric) in baseline.bridged)
         ]
         reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))

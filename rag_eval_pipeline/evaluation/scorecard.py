@@ -9,7 +9,7 @@ name mentions latency, an error or refusal rate, an error count, a cost or a dis
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,11 @@ class Thresholds:
             if _match({pattern: True for pattern in patterns}, metric):
                 return role
         return self.default_role
+
+    def with_defaults(self, rules: dict[str, dict[str, Any]]) -> Thresholds:
+        """These thresholds with `rules` for metrics the file does not name (e.g. the bands
+        declared with a criterion in `config/criteria.yaml`); the file's own rules win."""
+        return replace(self, metrics={**rules, **self.metrics})
 
     def rule(self, metric: str, version: str) -> dict[str, Any]:
         """The merged rule of `metric` for `version` (version overrides win)."""

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.metrics import SCORECARD_NAMES
 from rag_eval_pipeline.metrics.stats import summarize
 
@@ -77,10 +78,12 @@ def summarize_judgments(judgments: pd.DataFrame, tier: str, prefix: str = "avg_"
 
 def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
     """Judgment metric names as the scorecard shows them: a judge metric's `SCORECARD_NAME`
-    (`judges.metrics.<metric>`, e.g. `avg_faithfulness`); rates (`refusal_rate`) unchanged, as
-    they are already named as what they are; any other metric (ROUGE, BLEU, ...) `prefix` + name."""
+    (`judges.metrics.<metric>`, e.g. `avg_faithfulness`); rates (`refusal_rate`) and the
+    criteria declared in `config/criteria.yaml` unchanged, as they are already named as what
+    they are; any other metric (ROUGE, BLEU, ...) `prefix` + name."""
     names = metrics.astype(str)
-    generic = names.where(names.str.endswith("_rate"), prefix + names)
+    verbatim = names.str.endswith("_rate") | names.isin([c.name for c in configured_criteria()])
+    generic = names.where(verbatim, prefix + names)
     return generic.where(~names.isin(SCORECARD_NAMES), names.map(SCORECARD_NAMES))
 
 

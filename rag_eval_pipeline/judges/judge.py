@@ -31,7 +31,7 @@ Boolean verdicts accept true/false, 1/0 and "yes"/"no".
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -45,6 +45,8 @@ from rag_eval_pipeline.datasets.values import (
     missing_answer,
     missing_input,
 )
+from rag_eval_pipeline.judges.criteria import DETAIL_COLUMNS as CRITERION_DETAILS
+from rag_eval_pipeline.judges.criteria import Criterion
 from rag_eval_pipeline.judges.metrics import (
     DETAIL_COLUMNS,
     answer_correctness,
@@ -156,13 +158,16 @@ class Judge(Protocol):
     ) -> pd.DataFrame: ...
 
 
-def judgment_frame(metric: str, rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Rows → the metric's DataFrame with fixed columns and dtypes.
+def judgment_frame(
+    metric: str, rows: Sequence[dict[str, Any]], details: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """Rows → the metric's DataFrame with fixed columns and dtypes (its `DETAIL_COLUMNS`, or
+    `details` for a metric declared in configuration).
 
     Enforces the score/error contract: a row with an error has a NaN score, and a row whose
     score is NaN without an error gets the error `undefined score` (never a silent NaN).
     """
-    dtypes = COMMON_COLUMNS | DETAIL_COLUMNS[metric]
+    dtypes = COMMON_COLUMNS | (DETAIL_COLUMNS[metric] if details is None else details)
     frame = pd.DataFrame(list(rows), columns=list(dtypes))
     has_error = frame["error"].notna()
     frame.loc[~has_error & frame["score"].isna(), "error"] = "undefined score"
@@ -440,6 +445,35 @@ class LLMJudge:
             lambda i, payload: answer_correctness.interpret(payload, similarity_of[i], weights),
         )
 
+    def criterion(
+        self,
+        criterion: Criterion,
+        texts: Mapping[str, Sequence[Any]],
+        *,
+        use_cache: bool = True,
+    ) -> pd.DataFrame:
+        """A declared criterion (`judges.criteria`): `texts` maps each of its inputs to one
+        value per row (`contexts`: lists of chunks). A missing input gives an error row without
+        a call, a reply out of the criterion's scale an `unparseable reply` row."""
+        aligned(**{i: texts[i] for i in criterion.inputs})
+        requests: list[Messages | _Skip] = []
+        for row in range(len(texts[criterion.inputs[0]])):
+            values = {
+                i: as_chunks(texts[i][row]) if i == "contexts" else as_text(texts[i][row])
+                for i in criterion.inputs
+            }
+            problem = missing_input(
+                **{i: v for i, v in values.items() if i not in ("contexts", "answer")}
+            ) or (missing_answer(values["answer"]) if "answer" in values else None)
+            requests.append(_Skip(problem) if problem else criterion.prompt(values))
+        calls = self._ask(requests, use_cache, criterion.parse)
+        return self._frame(
+            criterion.name,
+            calls,
+            lambda _, payload: criterion.interpret(payload),
+            detail_columns=CRITERION_DETAILS,
+        )
+
     def _ask(
         self,
         requests: Sequence[Messages | _Skip],
@@ -477,6 +511,7 @@ class LLMJudge:
         metric: str,
         calls: Sequence[_Call],
         interpret: Callable[[int, dict[str, Any]], Interpretation],
+        detail_columns: dict[str, str] | None = None,
     ) -> pd.DataFrame:
         rows = []
         for i, call in enumerate(calls):
@@ -493,7 +528,7 @@ class LLMJudge:
                 else:
                     row |= {"score": score, "error": error, **details}
             rows.append(row)
-        return judgment_frame(metric, rows)
+        return judgment_frame(metric, rows, detail_columns)
 
     def _reply_columns(self, reply: LLMReply | None) -> dict[str, Any]:
         if reply is None:

@@ -32,9 +32,10 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE
+from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE, REJUDGED
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
+from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
 from rag_eval_pipeline.reporting.alerting import items_needed_lines, sample_size
 from rag_eval_pipeline.reporting.changes import (
     PRIMARY,
@@ -605,6 +606,77 @@ def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
 
 
+def judge_bridge_html(comparisons: pd.DataFrame | None) -> str:
+    """The metrics compared across a judge change because the baseline's answers were
+    re-judged by today's judge, each with how far the judge change alone moved it (the
+    verdict's reason, `evaluation.judge_bridge`); empty when the judge did not change."""
+    if comparisons is None or comparisons.empty:
+        return ""
+    bridged = comparisons[comparisons["reason"].fillna("").str.contains(REJUDGED, regex=False)]
+    if bridged.empty:
+        return ""
+    body = [
+        f"<tr><td>{html_text(r.tier)}</td><td>{html_text(r.system)}</td>"
+        f"<td><code>{html_text(r.metric)}</code></td><td>{html_text(r.verdict)}</td>"
+        f"<td>{html_text(r.reason)}</td></tr>"
+        for r in bridged.itertuples()
+    ]
+    return (
+        '<section id="judge-bridge"><h2>Judge changed: baseline re-judged</h2><p class="lead">'
+        "The judge differs from the baseline's, so the baseline's stored answers were scored "
+        "again by today's judge and compared item by item under one judge; each row says how "
+        "far the judge change alone moved the metric on the baseline's items.</p>"
+        f"{_table(['Tier', 'System', 'Metric', 'Verdict', 'Bridge'], body, set())}</section>"
+    )
+
+
+def judge_corrected_html(scorecard: pd.DataFrame) -> str:
+    """Per system and judged criterion with human labels: the judge's mean (and how many items
+    it scored, N), the prediction-powered estimate of the raters' mean with its 95% CI, and the
+    labels' own mean and CI (n labels); empty when the scorecard has no `ppi_` rows."""
+    ppi = scorecard[scorecard["metric"].str.startswith(PPI_PREFIX)]
+    if ppi.empty:
+        return ""
+    rows = {(r.tier, r.system, r.metric): r for r in scorecard.itertuples()}
+    missing = '<span class="muted">—</span>'
+    body = []
+    for r in ppi.itertuples():
+        metric = r.metric.removeprefix(PPI_PREFIX)
+        # the judge metrics PPI corrects are summarized as avg_<metric> (their SCORECARD_NAME)
+        judge = rows.get((r.tier, r.system, f"avg_{metric}"))
+        labels = rows.get((r.tier, r.system, CLASSICAL_PREFIX + metric))
+        cells = [
+            format_value(judge.value) if judge else missing,
+            format_count(judge.count) if judge else missing,
+            format_value(r.value),
+            _ci(r.ci_low, r.ci_high),
+            format_value(labels.value) if labels else missing,
+            _ci(labels.ci_low, labels.ci_high) if labels else missing,
+            format_count(r.count),
+        ]
+        body.append(
+            f"<tr><td>{html_text(r.system)}</td><td><code>{html_text(metric)}</code></td>"
+            + "".join(f'<td class="num">{cell}</td>' for cell in cells)
+            + "</tr>"
+        )
+    headers = [
+        "System",
+        "Metric",
+        "Judge mean",
+        "N judged",
+        "PPI estimate",
+        "PPI 95% CI",
+        "Labels mean",
+        "Labels 95% CI",
+        "n labeled",
+    ]
+    return (
+        f'<section id="judge-corrected"><h2>Judge corrected by human labels</h2>'
+        f'<p class="lead">{html_text(EXPLANATION)}</p>'
+        f"{_table(headers, body, {2, 3, 4, 5, 6, 7, 8})}</section>"
+    )
+
+
 def correlations_html(correlations: Mapping[str, pd.DataFrame]) -> str:
     """One square table per system: Pearson r of each pair of metrics, `—` where undefined."""
     tables = []
@@ -1034,6 +1106,7 @@ def render_report(data: ReportData) -> str:
         else ""
     )
     judge = tier_tables_html(data, JUDGE_TIERS)
+    judge_numbers = judge_bridge_html(data.comparisons) + judge_corrected_html(data.scorecard)
     fragments = {
         "header": _header(data),
         "kpis": _kpis(data),
@@ -1044,7 +1117,8 @@ def render_report(data: ReportData) -> str:
         "trends": trends_html(data),
         "versions": cross_version_html(data.cross_version, data.version, data.headline_metrics),
         "correlations": correlations_html(data.correlations) if data.correlations else "",
-        "judge": judge if "<table" in judge else '<p class="empty">No judge scored.</p>',
+        "judge": (judge if "<table" in judge else '<p class="empty">No judge scored.</p>')
+        + judge_numbers,
         "full": full_scorecard_html(data.scorecard),
         "css": CSS,
     }

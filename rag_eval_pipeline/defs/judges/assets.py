@@ -13,6 +13,7 @@ from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_p
 from rag_eval_pipeline.defs.report.assets import write_text_atomically
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.tier3_e2e.assets import TIER as E2E_TIER
 from rag_eval_pipeline.evaluation.judging import (
     agreement_values,
     human_agreement,
@@ -21,8 +22,15 @@ from rag_eval_pipeline.evaluation.judging import (
     show_decisions,
     show_judge_values,
 )
+from rag_eval_pipeline.evaluation.ppi_estimates import (
+    judge_labeled_items,
+    ppi_estimates,
+    ppi_quality,
+    ppi_table,
+)
 from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values
+from rag_eval_pipeline.metrics.ppi import EXPLANATION
 from rag_eval_pipeline.settings import REPORTS_DIR
 
 RELIABILITY_TIER = "judge_reliability"
@@ -141,6 +149,52 @@ def show_judge_quality(
             "confusion_matrix": MetadataValue.md(markdown_table(confusion)),
             "n_errors": MetadataValue.int(int(values["n_errors"])),
             **llm_usage_metadata("judge", model, client),
+        }
+    )
+    return quality
+
+
+class JudgeCorrectedConfig(Config):
+    """The error level α of the prediction-powered intervals (95% by default)."""
+
+    alpha: float = 0.05
+
+
+@asset(
+    partitions_def=evaluation_partitions,
+    group_name="5_judges",
+    kinds={"pandas", "parquet"},
+    description=(
+        "The Tier 3 judge means corrected by the human labels (prediction-powered inference, "
+        "PPI++): per system and judged criterion with labels, ppi_<metric> (estimate of the "
+        "raters' mean, 95% CI) and classical_<metric> (the labels alone); assumes the labeled "
+        "items are drawn like the partition's."
+    ),
+)
+def judge_corrected_quality(
+    context: AssetExecutionContext,
+    config: JudgeCorrectedConfig,
+    golden_dataset: dict[str, pd.DataFrame],
+    e2e_judgments: pd.DataFrame,
+    embedder: EmbedderResource,
+    judge_llm: LLMResource,
+) -> pd.DataFrame:
+    labels = as_dataset(context, golden_dataset).judge_labels
+    if labels is None:
+        return skipped(context, "this dataset version has no judge_labels", empty_quality())
+    if e2e_judgments.empty:
+        return skipped(context, "no end-to-end judgments to correct", empty_quality())
+    judge, client = judge_llm.judge(embedder.get())
+    labeled = judge_labeled_items(labels, judge)
+    estimates = ppi_estimates(labels, labeled, e2e_judgments, config.alpha)
+    quality = ppi_quality(estimates, E2E_TIER)
+    context.add_output_metadata(
+        {
+            **summary_metadata(quality),
+            "ppi": MetadataValue.md(markdown_table(ppi_table(estimates))),
+            "what_ppi_means": MetadataValue.text(EXPLANATION),
+            "alpha": MetadataValue.float(config.alpha),
+            **llm_usage_metadata("judge", judge.judge_model, client),
         }
     )
     return quality

@@ -8,6 +8,7 @@ from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import single_values
+from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 
 HEADLINE_METRICS = (
@@ -61,6 +62,7 @@ def evaluation_scorecard(
     e2e_quality: pd.DataFrame,
     system_retrieval_quality: pd.DataFrame,
     judge_reliability: pd.DataFrame,
+    judge_corrected_quality: pd.DataFrame,
     show_judge_quality: pd.DataFrame,
     ux_metrics: pd.DataFrame,
     traffic_quality: pd.DataFrame,
@@ -76,11 +78,15 @@ def evaluation_scorecard(
         generation_quality,
         e2e_quality,
         judge_reliability,
+        judge_corrected_quality,
         show_judge_quality,
         ux_metrics,
         traffic_quality,
     ]
-    scorecard = build_scorecard(qualities, version, day, Thresholds.load(config.thresholds_file))
+    thresholds = Thresholds.load(config.thresholds_file).with_defaults(
+        {c.name: c.rule() for c in configured_criteria()}
+    )
+    scorecard = build_scorecard(qualities, version, day, thresholds)
     attention = scorecard[scorecard["band"] == NEEDS_ATTENTION]
     shown = ["tier", "system", "metric", "value", "ci_low", "ci_high", "count", "band"]
     context.add_output_metadata(

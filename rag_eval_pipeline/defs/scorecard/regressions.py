@@ -9,6 +9,7 @@ HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
+from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import (
@@ -17,7 +18,15 @@ from rag_eval_pipeline.defs.resources import (
     LLMResource,
     WarehouseResource,
 )
+from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.judge_bridge import (
+    BRIDGE_COLUMNS,
+    BRIDGED_TABLES,
+    bridge_baseline,
+    bridge_reasons,
+    judge_change,
+)
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
     IDENTITY_ROLES,
@@ -134,6 +143,19 @@ def metric_regressions(
             baseline_identities(store, chosen.version, chosen.date),
             item_scores(tables, SAMPLE_SOURCES),
         )
+    bridge, bridge_metadata = pd.DataFrame(columns=BRIDGE_COLUMNS), {}
+    change = judge_change(previous, tables, today_tables, judge_llm.identity) if previous else None
+    if previous is not None and change is not None:
+        judge, client = judge_llm.judge(embedder.get())
+        answers = {
+            name: store.read_partition(name, previous.version, previous.date)
+            for name, _ in BRIDGED_TABLES.values()
+        }
+        previous, bridge = bridge_baseline(previous, {**tables, **answers}, judge, load_weights())
+        bridge_metadata = {
+            "judge_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
+            **llm_usage_metadata("bridge_judge", judge.judge_model, client),
+        }
     thresholds = Thresholds.load(config.thresholds_file)
     rule = RegressionRule(
         config.alpha,
@@ -143,6 +165,8 @@ def metric_regressions(
         thresholds.untested_tolerance,
     )
     verdicts = compare_partitions(current, previous, rule)
+    if change is not None:
+        verdicts["reason"] = bridge_reasons(verdicts, bridge, *change)
     counts = verdicts["verdict"].value_counts()
     n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
     context.add_output_metadata(
@@ -160,6 +184,7 @@ def metric_regressions(
                 or "no primary metric with paired items"
             ),
             "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
+            **bridge_metadata,
         }
     )
     return verdicts

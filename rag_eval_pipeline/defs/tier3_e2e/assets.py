@@ -4,7 +4,11 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import as_dataset
-from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
+from rag_eval_pipeline.defs.llm_metadata import (
+    criteria_metadata,
+    judgments_metadata,
+    llm_usage_metadata,
+)
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
@@ -14,8 +18,10 @@ from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     NEEDS_GROUND_TRUTH,
+    judge_criteria,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
+from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
@@ -125,7 +131,14 @@ def e2e_judgments(
         weights,
         with_context_relevance=True,
     )
-    context.add_output_metadata(judgments_metadata(judgments, weights, judge.judge_model, client))
+    custom, not_computed = judge_criteria(e2e_generations, judge, configured_criteria("tier3"))
+    judgments = pd.concat([judgments, custom], ignore_index=True)
+    context.add_output_metadata(
+        {
+            **judgments_metadata(judgments, weights, judge.judge_model, client),
+            **criteria_metadata(not_computed),
+        }
+    )
     return judgments
 
 

@@ -13,7 +13,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.dataset.assets import as_dataset
 from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
@@ -22,6 +22,7 @@ from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
     context_relevance_rows,
     judge_answers,
+    judge_criteria,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
 from rag_eval_pipeline.evaluation.traffic import (
@@ -35,6 +36,7 @@ from rag_eval_pipeline.evaluation.traffic import (
     traffic_quality_rows,
     traffic_values,
 )
+from rag_eval_pipeline.judges.criteria import configured_criteria
 
 PLOTTED_METRICS = (
     "volume",
@@ -134,15 +136,18 @@ def traffic_judgments(
         return skipped(context, "no interaction of the day logged an answer and contexts", empty)
     model = embedder.get()
     judge, client = judge_llm.judge(model)
+    custom, not_computed = judge_criteria(sample, judge, configured_criteria("traffic"))
     judgments = pd.concat(
         [
             judge_answers(sample, judge, TRAFFIC_JUDGE_METRICS),
             context_relevance_rows(sample, model),
+            custom,
         ],
         ignore_index=True,
     )
     context.add_output_metadata(
         {
+            **criteria_metadata(not_computed),
             "n_interactions": MetadataValue.int(len(interactions)),
             "n_sampled": MetadataValue.int(len(sample)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
