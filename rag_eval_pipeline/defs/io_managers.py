@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 from dagster import (
     ConfigurableIOManagerFactory,
+    DagsterInvariantViolationError,
     InitResourceContext,
     InputContext,
     MetadataValue,
@@ -60,7 +61,7 @@ class ParquetIOManager(UPathIOManager):
 
     def load_from_path(self, context: InputContext, path: UPath) -> Any:
         if path.exists():
-            if context.dagster_type.typing_type is TableBatches:
+            if _wants_batches(context):
                 return read_batches(path)
             return read_parquet(path)
         folder = path.with_suffix("")
@@ -82,6 +83,14 @@ class ParquetIOManager(UPathIOManager):
         if isinstance(obj, TableBatches):
             return {"dagster/row_count": MetadataValue.int(obj.num_rows)}
         return {}
+
+
+def _wants_batches(context: InputContext) -> bool:
+    """The input is annotated `TableBatches` (a context built without a type: no)."""
+    try:
+        return context.dagster_type.typing_type is TableBatches
+    except DagsterInvariantViolationError:
+        return False
 
 
 class ParquetIOManagerResource(ConfigurableIOManagerFactory):

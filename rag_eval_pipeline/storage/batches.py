@@ -70,14 +70,18 @@ def query_chunks(
     """Regroup `frames` into chunks of about `rows` rows (more when one query is longer) that
     never split a stretch of adjacent rows with equal `keys` (one query of one system).
 
-    A query listed in two separate stretches stays two stretches: callers that need each
-    query whole detect that (see :class:`~rag_eval_pipeline.metrics.retrieval.RunScorer`).
+    The chunks carry no `attrs`. A query listed in two separate stretches stays two
+    stretches: callers that need each query whole detect that (see
+    :class:`~rag_eval_pipeline.metrics.retrieval.RunScorer`).
     """
     pending: list[pd.DataFrame] = []
     pending_rows = 0
     for frame in frames:
         if frame.empty:
             continue
+        if frame.attrs:  # per-frame attrs (source lines) do not survive regrouping
+            frame = frame.copy(deep=False)
+            frame.attrs = {}
         pending.append(frame)
         pending_rows += len(frame)
         if pending_rows < rows:

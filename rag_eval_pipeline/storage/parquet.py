@@ -167,9 +167,7 @@ def _exclusive(folder: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def write_tables_atomically(
-    tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath
-) -> None:
+def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath) -> None:
     """Write a folder of tables; locally it is built aside and swapped in atomically.
 
     The manifest lists the tables by name, and under `"batched"` those given as
