@@ -24,6 +24,7 @@ from rag_eval_pipeline.datasets.formats import (
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
+    ARROW_BLOCK_BYTES,
     IrregularLayout,
     read_qrels,
     read_table,
@@ -36,7 +37,7 @@ from rag_eval_pipeline.datasets.versions import (
     find_table_file,
     validate_version_name,
 )
-from rag_eval_pipeline.storage.batches import TableBatches, query_chunks
+from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
 BEIR_RENAMES = {"corpus": beir_corpus, "queries": beir_queries}
@@ -317,6 +318,8 @@ class _RunReferences:
 
 
 MAX_RUN_ISSUES = 100
+RUN_BLOCK_BYTES = ARROW_BLOCK_BYTES
+RUN_CHUNK_ROWS = CHUNK_ROWS
 
 
 def _load_runs(
@@ -388,7 +391,8 @@ def _validated_run_chunks(
     """
     first_row = 1
     finished = np.empty(0, np.uint64)
-    for chunk in query_chunks(trec_run_batches(path), ["query_id"]):
+    batches = trec_run_batches(path, RUN_BLOCK_BYTES)
+    for chunk in query_chunks(batches, ["query_id"], RUN_CHUNK_ROWS):
         queries = np.unique(pd.util.hash_array(pd.unique(chunk["query_id"]).astype(object)))
         if np.isin(queries, finished, assume_unique=True).any():
             raise IrregularLayout(path)

@@ -86,19 +86,19 @@ def query_chunks(
         pending_rows += len(frame)
         if pending_rows < rows:
             continue
-        tail_start = _last_stretch_start(frame, keys)
-        head = [*pending[:-1], frame.iloc[:tail_start]]
-        tail = frame.iloc[tail_start:]
-        chunk = pd.concat([part for part in head if not part.empty], ignore_index=True)
-        pending, pending_rows = [tail], len(tail)
-        if not chunk.empty:
-            yield chunk
+        buffer = pd.concat(pending, ignore_index=True) if len(pending) > 1 else pending[0]
+        tail_start = _last_stretch_start(buffer, keys)
+        pending = [buffer.iloc[tail_start:].reset_index(drop=True)]
+        pending_rows = len(pending[0])
+        if tail_start:
+            yield buffer.iloc[:tail_start].reset_index(drop=True)
     if pending_rows:
         yield pd.concat(pending, ignore_index=True)
 
 
 def _last_stretch_start(frame: pd.DataFrame, keys: Sequence[str]) -> int:
-    """Position where the last stretch of rows with equal `keys` begins in `frame`."""
+    """Position where the last stretch of rows with equal `keys` begins in `frame` (0 when
+    the frame is one stretch: it is carried on whole)."""
     differs = np.zeros(len(frame), dtype=bool)
     for key in keys:
         values = frame[key].to_numpy()
