@@ -11,13 +11,16 @@ mean satisfaction and the positive-feedback rate.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from datetime import date
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values, summarize_wide
-from rag_eval_pipeline.metrics.stats import percentiles
+from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values
+from rag_eval_pipeline.metrics.stats import NORMAL_APPROXIMATION_ABOVE, percentiles, summarize
 from rag_eval_pipeline.metrics.traffic import (
     LATENCY_COLUMNS,
     LATENCY_PERCENTILES,
@@ -118,35 +121,128 @@ def traffic_values(items: pd.DataFrame) -> pd.DataFrame:
 
 
 def traffic_quality_rows(values: pd.DataFrame) -> pd.DataFrame:
-    """The day's quality rows: `volume`; `<latency>_p50_ms`/`_p95_ms`/`_p99_ms` (numpy linear
-    percentiles over the interactions that logged it); `error_rate`, `avg_cost_usd`,
-    `avg_satisfaction`, `positive_feedback_rate` (means with bootstrap CIs, over the
-    interactions that have the value); `total_cost_usd` (sum of known costs)."""
-    volume = len(values)
-    rows = [single_values({"volume": float(volume)}, TRAFFIC_TIER, TRAFFIC_SYSTEM, volume)]
-    for column, prefix in LATENCY_COLUMNS.items():
-        if column in values.columns and values[column].notna().any():
-            latency = percentiles(values[column].to_numpy(dtype=float), LATENCY_PERCENTILES)
+    """The day's quality rows from its wide per-interaction values (:class:`TrafficDay`)."""
+    day = TrafficDay()
+    day.add_values(values)
+    return day.quality_rows()
+
+
+@dataclass
+class _Moments:
+    """Count, mean and sum of squared deviations of a stream (Chan et al.'s parallel merge)."""
+
+    count: int = 0
+    mean: float = 0.0
+    squares: float = 0.0
+
+    def add(self, values: np.ndarray) -> None:
+        if not values.size:
+            return
+        count, mean = values.size, float(values.mean())
+        squares = float(((values - mean) ** 2).sum())
+        total = self.count + count
+        delta = mean - self.mean
+        self.squares += squares + delta * delta * self.count * count / total
+        self.mean += delta * count / total
+        self.count = total
+
+    def summary(self, confidence: float = 0.95) -> dict[str, float | int]:
+        """`summarize`'s columns with `bootstrap_ci`'s normal interval (count above
+        `NORMAL_APPROXIMATION_ABOVE`, where that interval is the one it uses)."""
+        std = math.sqrt(self.squares / (self.count - 1))
+        half_width = NormalDist().inv_cdf(0.5 + confidence / 2.0) * std / math.sqrt(self.count)
+        return {
+            "mean": self.mean,
+            "std": std,
+            "count": self.count,
+            "ci_low": self.mean - half_width,
+            "ci_high": self.mean + half_width,
+        }
+
+
+class TrafficDay:
+    """One day's quality rows, aggregated chunk by chunk of interactions.
+
+    Rows: `volume`; `<latency>_p50_ms`/`_p95_ms`/`_p99_ms` (numpy linear percentiles, exact,
+    over the interactions that logged it: the only per-interaction values kept, 8 bytes each);
+    `error_rate`, `avg_cost_usd`, `avg_satisfaction`, `positive_feedback_rate` (means with
+    95% CIs over the interactions that have the value: `summarize`'s bootstrap on the values
+    up to `NORMAL_APPROXIMATION_ABOVE` of them, beyond that its normal interval from streamed
+    moments, so memory does not grow with the day); `total_cost_usd` (sum of known costs).
+    Equal to numpy on the whole day (sums in another order: within float rounding).
+    """
+
+    def __init__(self) -> None:
+        self.volume = 0
+        self.latencies: dict[str, list[np.ndarray]] = {column: [] for column in LATENCY_COLUMNS}
+        self.moments = {metric: _Moments() for metric in MEAN_METRICS}
+        self.kept: dict[str, list[np.ndarray] | None] = {metric: [] for metric in MEAN_METRICS}
+        self.present: set[str] = set()
+        self.total_cost = 0.0
+
+    def add(self, interactions: pd.DataFrame) -> None:
+        """Add a chunk of the day's interactions (the frame :func:`day_interactions` gives)."""
+        self.add_values(traffic_item_values(interactions))
+
+    def add_values(self, values: pd.DataFrame) -> None:
+        """Add wide per-interaction values (:func:`traffic_item_values`)."""
+        self.volume += len(values)
+        for column, chunks in self.latencies.items():
+            if column in values.columns:
+                latency = values[column].to_numpy(dtype=float, na_value=np.nan)
+                chunks.append(latency[~np.isnan(latency)])
+        for metric, moments in self.moments.items():
+            if metric not in values.columns:
+                continue
+            self.present.add(metric)
+            known = values[metric].to_numpy(dtype=float, na_value=np.nan)
+            known = known[~np.isnan(known)]
+            moments.add(known)
+            if metric == "cost_usd":
+                self.total_cost += float(known.sum())
+            kept = self.kept[metric]
+            if kept is not None:
+                kept.append(known)
+                self.kept[metric] = kept if moments.count <= NORMAL_APPROXIMATION_ABOVE else None
+
+    def quality_rows(self) -> pd.DataFrame:
+        """The day's quality rows (`QUALITY_COLUMNS`)."""
+        volume = self.volume
+        rows = [single_values({"volume": float(volume)}, TRAFFIC_TIER, TRAFFIC_SYSTEM, volume)]
+        for column, prefix in LATENCY_COLUMNS.items():
+            latency = np.concatenate(self.latencies[column]) if self.latencies[column] else []
+            if len(latency):
+                values = percentiles(latency, LATENCY_PERCENTILES)
+                rows.append(
+                    single_values(
+                        {latency_metric(prefix, q): values[f"p{q}"] for q in LATENCY_PERCENTILES},
+                        TRAFFIC_TIER,
+                        TRAFFIC_SYSTEM,
+                        count=len(latency),
+                    )
+                )
+        seen = [m for m in MEAN_METRICS if m in self.present and volume]
+        if seen:
             rows.append(
-                single_values(
-                    {latency_metric(prefix, q): latency[f"p{q}"] for q in LATENCY_PERCENTILES},
-                    TRAFFIC_TIER,
-                    TRAFFIC_SYSTEM,
-                    count=int(values[column].notna().sum()),
+                pd.DataFrame([self._mean_row(metric) for metric in seen]).assign(
+                    tier=TRAFFIC_TIER, system=TRAFFIC_SYSTEM, n_errors=0, error_rate=0.0
                 )
             )
-    means = [c for c in MEAN_METRICS if c in values.columns]
-    if means and volume:
-        summary = summarize_wide(values.assign(system=TRAFFIC_SYSTEM), means, TRAFFIC_TIER)
-        rows.append(summary.assign(metric=summary["metric"].map(MEAN_METRICS)))
-    if "cost_usd" in values.columns:
-        known = values["cost_usd"].dropna()
-        rows.append(
-            single_values(
-                {"total_cost_usd": float(known.sum())}, TRAFFIC_TIER, TRAFFIC_SYSTEM, len(known)
+        if "cost_usd" in self.present:
+            count = self.moments["cost_usd"].count
+            rows.append(
+                single_values(
+                    {"total_cost_usd": self.total_cost}, TRAFFIC_TIER, TRAFFIC_SYSTEM, count
+                )
             )
-        )
-    return pd.concat(rows, ignore_index=True)[QUALITY_COLUMNS]
+        return pd.concat(rows, ignore_index=True)[QUALITY_COLUMNS]
+
+    def _mean_row(self, metric: str) -> dict[str, float | int | str]:
+        kept = self.kept[metric]
+        if kept is None:
+            return {"metric": MEAN_METRICS[metric], **self.moments[metric].summary()}
+        summary = summarize(pd.DataFrame({metric: np.concatenate(kept)}), [metric])
+        return {**summary.iloc[0].to_dict(), "metric": MEAN_METRICS[metric]}
 
 
 def judged_sample(
