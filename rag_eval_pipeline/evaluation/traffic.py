@@ -12,12 +12,17 @@ mean satisfaction and the positive-feedback rate.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
+from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+from pyarrow import json as pa_json
 
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values
 from rag_eval_pipeline.metrics.stats import NORMAL_APPROXIMATION_ABOVE, percentiles, summarize
@@ -27,8 +32,10 @@ from rag_eval_pipeline.metrics.traffic import (
     latency_metric,
     on_date,
     positive_feedback,
+    satisfaction_scores,
     token_costs,
 )
+from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches
 from rag_eval_pipeline.systems.retrievers import document_texts
 
 TRAFFIC_TIER = "traffic"
@@ -245,23 +252,60 @@ class TrafficDay:
         return {**summary.iloc[0].to_dict(), "metric": MEAN_METRICS[metric]}
 
 
+SAMPLE_COLUMNS = ["system", "query_id", "question", "answer", "contexts"]
+
+
 def judged_sample(
     interactions: pd.DataFrame, corpus: pd.DataFrame | None, size: int, seed: int
+) -> pd.DataFrame:
+    """:func:`judged_sample_of_chunks` of the day's interactions held in one frame."""
+    return judged_sample_of_chunks(lambda: iter([interactions]), corpus, size, seed)
+
+
+def judged_sample_of_chunks(
+    chunks: Callable[[], Iterator[pd.DataFrame]],
+    corpus: pd.DataFrame | None,
+    size: int,
+    seed: int,
 ) -> pd.DataFrame:
     """A seeded sample of the day's interactions for the reference-free judge metrics.
 
     Eligible: interactions with an `answer` and retrieved context, either logged `contexts`
     or `retrieved_doc_ids` found in the corpus (their `title. text`, as every tier reads them,
-    in retrieved order). Draws `size`
-    of them without replacement (numpy `default_rng(seed)`), all when there are fewer; rows
-    come back in time order as `system, query_id (= log_id), question, answer, contexts`.
+    in retrieved order). Draws `size` of them without replacement (numpy
+    `default_rng(seed).choice` over the eligible ones in time order), all when there are
+    fewer; rows come back in time order as `system, query_id (= log_id), question, answer,
+    contexts`. `chunks()` yields the day's interactions in time order (:func:`day_interactions`
+    or a source of :data:`DAY_SOURCES`) and is called twice: once to find the eligible
+    positions, once to fetch the drawn rows, so the day is never held whole.
     """
-    columns = ["system", "query_id", "question", "answer", "contexts"]
-    if interactions.empty or "answer" not in interactions.columns:
-        return pd.DataFrame(columns=columns)
     texts = (
         {} if corpus is None else dict(zip(corpus["doc_id"], document_texts(corpus), strict=True))
     )
+    eligible, offset = [], 0
+    for chunk in chunks():
+        candidates = _sample_candidates(chunk, texts)
+        eligible.append(offset + np.flatnonzero(_is_eligible(candidates)))
+        offset += len(chunk)
+    positions = np.concatenate(eligible) if eligible else np.zeros(0, np.int64)
+    if len(positions) > size:
+        drawn = np.random.default_rng(seed).choice(len(positions), size, replace=False)
+        positions = positions[np.sort(drawn)]
+    picked, offset = [], 0
+    for chunk in chunks():
+        wanted = positions[(positions >= offset) & (positions < offset + len(chunk))] - offset
+        if wanted.size:
+            picked.append(_sample_candidates(chunk.iloc[wanted], texts))
+        offset += len(chunk)
+    if not picked:
+        return pd.DataFrame(columns=SAMPLE_COLUMNS)
+    return pd.concat(picked, ignore_index=True)
+
+
+def _sample_candidates(interactions: pd.DataFrame, texts: dict[str, str]) -> pd.DataFrame:
+    """`SAMPLE_COLUMNS` of every interaction (contexts empty where none is known)."""
+    if interactions.empty or "answer" not in interactions.columns:
+        return pd.DataFrame(columns=SAMPLE_COLUMNS)
     logged = (
         interactions["contexts"]
         if "contexts" in interactions.columns
@@ -273,7 +317,7 @@ def judged_sample(
         else [texts[d] for d in (ids if isinstance(ids, list | np.ndarray) else []) if d in texts]
         for own, ids in zip(logged, interactions["retrieved_doc_ids"], strict=True)
     ]
-    frame = pd.DataFrame(
+    return pd.DataFrame(
         {
             "system": TRAFFIC_SYSTEM,
             "query_id": interactions["log_id"].to_numpy(),
@@ -282,8 +326,109 @@ def judged_sample(
             "contexts": contexts,
         }
     )
-    eligible = frame[frame["answer"].notna() & frame["contexts"].map(len).gt(0)]
-    if len(eligible) <= size:
-        return eligible.reset_index(drop=True)
-    chosen = np.sort(np.random.default_rng(seed).choice(len(eligible), size, replace=False))
-    return eligible.iloc[chosen].reset_index(drop=True)
+
+
+def _is_eligible(candidates: pd.DataFrame) -> np.ndarray:
+    return (candidates["answer"].notna() & candidates["contexts"].map(len).gt(0)).to_numpy()
+
+
+def day_bounds(day: date, timezone: str) -> tuple[pd.Timestamp, pd.Timestamp]:
+    """The UTC instants [start, end) of `day` in `timezone`: a timestamp is on the day
+    (:func:`~rag_eval_pipeline.metrics.traffic.on_date`) exactly when start ≤ it < end."""
+    start, end = (
+        pd.Timestamp(d).tz_localize(timezone, ambiguous=True, nonexistent="shift_forward")
+        for d in (day, day + timedelta(days=1))
+    )
+    return start.tz_convert("UTC"), end.tz_convert("UTC")
+
+
+def frame_day_interactions(
+    logs: pd.DataFrame | None, day: date, timezone: str, rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The in-memory source: :func:`day_interactions` of a validated `logs` table, in slices."""
+    return TableBatches.of(day_interactions(logs, day, timezone), rows).frames()
+
+
+def parquet_day_interactions(
+    path: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The Parquet source: the interactions of `day` from a logs file (or a folder of them).
+
+    The filter start ≤ `timestamp` < end (:func:`day_bounds`) is pushed down to the row
+    groups, so the other days' row groups are skipped unread; the rows come `rows` at a time,
+    in file order. `timestamp` is a Parquet timestamp column, the other columns as in
+    `logs.*` (`log_id` required, `feedback` as logged: thumbs or 1-5 ratings).
+    """
+    logs = ds.dataset(path, format="parquet")
+    start, end = day_bounds(day, timezone)
+    timestamp = ds.field("timestamp")
+    on_day = (timestamp >= pa.scalar(start)) & (timestamp < pa.scalar(end))
+    return _ordered_day(
+        batch.to_pandas() for batch in logs.to_batches(filter=on_day, batch_size=rows)
+    )
+
+
+def jsonl_day_interactions(
+    path: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The JSONL source: the interactions of `day` from a `logs.jsonl` read block by block
+    (Arrow's streaming JSON reader; text has no statistics to skip by, so every block is
+    parsed and filtered). Fields as in `logs.*`, `log_id` required."""
+    start, end = day_bounds(day, timezone)
+
+    def on_day() -> Iterator[pd.DataFrame]:
+        reader = pa_json.open_json(path, read_options=pa_json.ReadOptions(block_size=rows * 256))
+        for batch in reader:
+            frame = batch.to_pandas()
+            stamps = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+            yield frame[((stamps >= start) & (stamps < end)).to_numpy()]
+
+    return _ordered_day(on_day())
+
+
+def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """Coerce the traffic columns as validation does and check the time order.
+
+    The day's interactions must come in (`timestamp`, `log_id`) order, as logs are appended:
+    the order :func:`day_interactions` sorts a frame into, which the judged sample's draw
+    depends on. A chunk out of order raises `ValueError` naming the first offending log_id.
+    """
+    previous: tuple[int, str] | None = None
+    for frame in frames:
+        if frame.empty:
+            continue
+        if "log_id" not in frame.columns:
+            raise ValueError("a streamed logs source needs a 'log_id' column")
+        frame = frame.reset_index(drop=True)
+        frame["log_id"] = frame["log_id"].astype(str)
+        frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
+        if "feedback" in frame.columns and not pd.api.types.is_float_dtype(frame["feedback"]):
+            frame["feedback"] = satisfaction_scores(frame["feedback"].tolist())
+        stamps = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+        ids = frame["log_id"].to_numpy(dtype=object)
+        if previous is not None:
+            stamps = np.concatenate([[previous[0]], stamps])
+            ids = np.concatenate([np.array([previous[1]], dtype=object), ids])
+        later = stamps[1:] > stamps[:-1]
+        tied = (stamps[1:] == stamps[:-1]) & (ids[1:] >= ids[:-1])
+        out_of_order = np.flatnonzero(~(later | tied))
+        if out_of_order.size:
+            raise ValueError(
+                f"logs not in time order at log_id {ids[out_of_order[0] + 1]!r}: a streamed "
+                "source lists each day's interactions by (timestamp, log_id)"
+            )
+        previous = (int(stamps[-1]), str(ids[-1]))
+        yield frame
+
+
+DAY_SOURCES = {".parquet": parquet_day_interactions, ".jsonl": jsonl_day_interactions}
+"""Streamed logs sources by file suffix: `(path, day, timezone, rows)` → the day's interactions
+in time-ordered chunks of the frame the traffic tier consumes (:func:`day_interactions`'s)."""
+
+
+def day_quality(chunks: Iterable[pd.DataFrame]) -> pd.DataFrame:
+    """The day's quality rows (:class:`TrafficDay`) from its interactions, chunk by chunk."""
+    day = TrafficDay()
+    for chunk in chunks:
+        day.add(chunk)
+    return day.quality_rows()
