@@ -57,7 +57,8 @@ CORPUS = pd.DataFrame({"doc_id": ["d1", "d2"], "title": ["T1", "T2"], "text": ["
 
 
 def numpy_figures(day_rows: pd.DataFrame) -> dict[str, float]:
-    """The per-day figures computed directly with numpy on the day's rows."""
+    """The per-day figures computed directly with numpy on the day's rows (also the check of
+    benchmarks/traffic_scale.py)."""
     latency = day_rows["latency_ms"].to_numpy()
     retrieval = day_rows["retrieval_latency_ms"].dropna().to_numpy()
     cost = day_rows["cost_usd"].dropna().to_numpy()
