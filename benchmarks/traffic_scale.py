@@ -32,7 +32,7 @@ FIRST_DAY = date(2026, 11, 2)
 DAYS = 3
 BLOCK = 500_000
 FEEDBACK = np.array(["up", "down", "5", "1", "3", "4", ""], dtype=object)
-MODEL_COLUMNS = ("volume", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms")
+SAMPLED = ("question", "answer", "contexts", "retrieved_doc_ids")  # what the sample reads
 
 
 def interactions_block(start: int, n: int, total: int, seed: int) -> pa.Table:
@@ -139,7 +139,7 @@ def main() -> None:
             aggregated = time.perf_counter() - started
             sample = (
                 judged_sample_of_chunks(
-                    lambda day=day: parquet_day_interactions(logs, day, TIMEZONE),
+                    lambda day=day: parquet_day_interactions(logs, day, TIMEZONE, columns=SAMPLED),
                     corpus,
                     args.sample,
                     seed=0,

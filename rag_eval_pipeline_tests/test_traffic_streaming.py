@@ -30,6 +30,7 @@ from rag_eval_pipeline.metrics.traffic import on_date, satisfaction_scores
 TIMEZONE = "America/New_York"
 DAYS = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]  # DST ends on Nov 1
 FEEDBACK = ["up", "down", "5", "1", "3", None, "👍", "4"]
+SAMPLED = ("question", "answer", "retrieved_doc_ids")
 
 
 def logs_frame(n: int = 3_000, seed: int = 3) -> pd.DataFrame:
@@ -139,7 +140,7 @@ def test_judged_sample_streamed_equals_the_sample_of_the_whole_day(
     whole_day = day_interactions(validated(frame), DAYS[2], TIMEZONE)
     expected = judged_sample(whole_day, CORPUS, size, seed=11)
     streamed = judged_sample_of_chunks(
-        lambda: parquet_day_interactions(parquet, DAYS[2], TIMEZONE, 50), CORPUS, size, 11
+        lambda: parquet_day_interactions(parquet, DAYS[2], TIMEZONE, 50, SAMPLED), CORPUS, size, 11
     )
     in_memory = judged_sample_of_chunks(
         lambda: frame_day_interactions(validated(frame), DAYS[2], TIMEZONE, 33), CORPUS, size, 11

@@ -12,7 +12,7 @@ mean satisfaction and the positive-feedback rate.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -282,10 +282,10 @@ def judged_sample_of_chunks(
     texts = (
         {} if corpus is None else dict(zip(corpus["doc_id"], document_texts(corpus), strict=True))
     )
+    known_ids = pd.Index(list(texts), dtype=object)
     eligible, offset = [], 0
     for chunk in chunks():
-        candidates = _sample_candidates(chunk, texts)
-        eligible.append(offset + np.flatnonzero(_is_eligible(candidates)))
+        eligible.append(offset + np.flatnonzero(_is_eligible(chunk, known_ids)))
         offset += len(chunk)
     positions = np.concatenate(eligible) if eligible else np.zeros(0, np.int64)
     if len(positions) > size:
@@ -328,8 +328,23 @@ def _sample_candidates(interactions: pd.DataFrame, texts: dict[str, str]) -> pd.
     )
 
 
-def _is_eligible(candidates: pd.DataFrame) -> np.ndarray:
-    return (candidates["answer"].notna() & candidates["contexts"].map(len).gt(0)).to_numpy()
+def _is_eligible(interactions: pd.DataFrame, known_ids: pd.Index) -> np.ndarray:
+    """Vectorized: the interaction has an `answer`, and logged `contexts` or a retrieved id in
+    `known_ids` (what makes :func:`_sample_candidates` give it non-empty contexts)."""
+    if interactions.empty or "answer" not in interactions.columns:
+        return np.zeros(len(interactions), dtype=bool)
+
+    def lists(column: str) -> pd.Series:
+        values = interactions[column].reset_index(drop=True)
+        return values.where(values.map(lambda v: isinstance(v, list | np.ndarray)))
+
+    has_context = np.zeros(len(interactions), dtype=bool)
+    if "contexts" in interactions.columns:
+        has_context |= lists("contexts").map(len, na_action="ignore").gt(0).to_numpy()
+    retrieved = lists("retrieved_doc_ids").explode()
+    found = retrieved.isin(known_ids).groupby(level=0).any()
+    has_context |= found.reindex(range(len(interactions)), fill_value=False).to_numpy(bool)
+    return interactions["answer"].notna().to_numpy() & has_context
 
 
 def day_bounds(day: date, timezone: str) -> tuple[pd.Timestamp, pd.Timestamp]:
@@ -350,22 +365,29 @@ def frame_day_interactions(
 
 
 def parquet_day_interactions(
-    path: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
+    path: str | Path,
+    day: date,
+    timezone: str,
+    rows: int = CHUNK_ROWS,
+    columns: Sequence[str] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The Parquet source: the interactions of `day` from a logs file (or a folder of them).
 
     The filter start ≤ `timestamp` < end (:func:`day_bounds`) is pushed down to the row
-    groups, so the other days' row groups are skipped unread; the rows come `rows` at a time,
-    in file order. `timestamp` is a Parquet timestamp column, the other columns as in
-    `logs.*` (`log_id` required, `feedback` as logged: thumbs or 1-5 ratings).
+    groups, so the other days' row groups are skipped unread; only `columns` are read (all
+    when None; `log_id` and `timestamp` always); the rows come `rows` at a time, in file order.
+    `timestamp` is a Parquet timestamp column, the other columns as in `logs.*` (`log_id`
+    required, `feedback` as logged: thumbs or 1-5 ratings).
     """
     logs = ds.dataset(path, format="parquet")
     start, end = day_bounds(day, timezone)
     timestamp = ds.field("timestamp")
     on_day = (timestamp >= pa.scalar(start)) & (timestamp < pa.scalar(end))
-    return _ordered_day(
-        batch.to_pandas() for batch in logs.to_batches(filter=on_day, batch_size=rows)
-    )
+    if columns is not None:
+        wanted = {"log_id", "timestamp", *columns}
+        columns = [name for name in logs.schema.names if name in wanted]
+    batches = logs.to_batches(columns=columns, filter=on_day, batch_size=rows)
+    return _ordered_day(batch.to_pandas() for batch in batches)
 
 
 def jsonl_day_interactions(
@@ -403,7 +425,9 @@ def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         frame["log_id"] = frame["log_id"].astype(str)
         frame["timestamp"] = pd.to_datetime(frame["timestamp"], utc=True, format="ISO8601")
         if "feedback" in frame.columns and not pd.api.types.is_float_dtype(frame["feedback"]):
-            frame["feedback"] = satisfaction_scores(frame["feedback"].tolist())
+            codes, distinct = pd.factorize(frame["feedback"])  # a few distinct values
+            scores = np.append(satisfaction_scores(distinct.tolist()), np.nan)
+            frame["feedback"] = scores[codes]  # code -1 (missing) is the appended NaN
         stamps = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
         ids = frame["log_id"].to_numpy(dtype=object)
         if previous is not None:
