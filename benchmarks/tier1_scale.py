@@ -8,7 +8,7 @@ resident memory of the process. The per-query metrics of the first `--check` que
 compared with pytrec_eval (trec_eval 9.0.8) on the same run lines.
 
     .venv/bin/python benchmarks/tier1_scale.py [--queries 100000] [--depth 100] [--check 2000]
-    .venv/bin/python benchmarks/tier1_scale.py --queries 1000000   # 100M run lines, ~4 GB
+    .venv/bin/python benchmarks/tier1_scale.py --queries 1000000 --keep /tmp/t1  # 100M lines
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import json
 import multiprocessing
 import os
 import resource
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -136,21 +137,29 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--check", type=int, default=2_000, help="queries checked by pytrec_eval")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        help="write the dataset under this folder and keep it (reused by the next run)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        version = "synthetic"
-        started = time.perf_counter()
-        spawn = multiprocessing.get_context("spawn")  # the writer's memory is not the pipeline's
-        with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as writer:
-            job = writer.submit(
-                write_dataset, root / "datasets" / version, args.queries, args.depth
+        datasets = args.keep or root / "datasets"
+        version = f"synthetic-{args.queries}x{args.depth}"
+        data = datasets / version
+        if not (data / "runs" / "synthetic.trec").exists():
+            started = time.perf_counter()
+            spawn = multiprocessing.get_context("spawn")  # the writer's memory is not counted
+            partial = data.with_name(data.name + ".partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as writer:
+                lines = writer.submit(write_dataset, partial, args.queries, args.depth).result()
+            partial.rename(data)
+            print(
+                f"dataset written in {time.perf_counter() - started:.1f} s "
+                f"({args.queries:,} queries x {args.depth} docs = {lines:,} run lines)"
             )
-            lines = job.result()
-        print(
-            f"dataset written in {time.perf_counter() - started:.1f} s "
-            f"({args.queries:,} queries x {args.depth} docs = {lines:,} run lines)"
-        )
         os.environ["RAG_EVAL_WAREHOUSE"] = str(root / "warehouse")
         from dagster import instance_for_test, materialize
 
@@ -169,7 +178,7 @@ def main() -> None:
         resources = {
             **default_resources(),
             "io_manager": ParquetIOManagerResource(base_path=str(root / "warehouse")),
-            "datasets": DatasetsResource(root=str(root / "datasets")),
+            "datasets": DatasetsResource(root=str(datasets)),
         }
         with instance_for_test() as instance:
             instance.add_dynamic_partitions(DATASET_VERSION, [version])
@@ -200,7 +209,7 @@ def main() -> None:
             warehouse / "retrieval_metrics" / version / f"{DATE}.parquet",
             filters=[("query_id", "in", [f"q{i}" for i in range(args.check)])],
         )
-        difference = check_with_pytrec_eval(root / "datasets" / version, per_query, args.check)
+        difference = check_with_pytrec_eval(data, per_query, args.check)
     print(
         pd.DataFrame({"step": list(steps), "seconds": list(steps.values())}).to_string(
             index=False, float_format="{:.2f}".format

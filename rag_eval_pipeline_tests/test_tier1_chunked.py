@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
-from rag_eval_pipeline.datasets import golden
+from rag_eval_pipeline.datasets import golden, readers
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.evaluation.retrieval import RUN_TABLE_COLUMNS, evaluate_runs
@@ -198,3 +198,16 @@ def test_a_run_whose_queries_are_interleaved_is_read_whole_and_grouped(tmp_path:
     assert sorted(runs["doc_id"] + runs["query_id"]) == sorted(
         line.split()[2] + line.split()[0] for line in lines
     )
+
+
+def test_a_qrels_file_of_many_arrow_blocks_reads_as_one_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [f"q{i // 3} 0 d{i} {i % 4}" for i in range(60)]
+    path = tmp_path / "qrels.trec"
+    path.write_text("".join(line + "\n" for line in lines))
+    monkeypatch.setattr(readers, "ARROW_BLOCK_BYTES", 64)
+    assert len(list(readers.whitespace_column_batches(path, readers.TREC_QRELS_COLUMNS))) > 5
+    qrels = readers.read_qrels(path)
+    assert qrels["doc_id"].tolist() == [f"d{i}" for i in range(60)]
+    assert list(qrels.attrs["lines"]) == list(range(1, 61))

@@ -24,7 +24,6 @@ from rag_eval_pipeline.datasets.formats import (
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
-    ARROW_BLOCK_BYTES,
     IrregularLayout,
     read_qrels,
     read_table,
@@ -318,7 +317,7 @@ class _RunReferences:
 
 
 MAX_RUN_ISSUES = 100
-RUN_BLOCK_BYTES = ARROW_BLOCK_BYTES
+RUN_BLOCK_BYTES: int | None = None  # Arrow's block size (None: `ARROW_BLOCK_BYTES`)
 RUN_CHUNK_ROWS = CHUNK_ROWS
 
 

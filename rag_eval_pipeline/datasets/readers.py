@@ -135,7 +135,7 @@ class IrregularLayout(Exception):
 
 
 def whitespace_column_batches(
-    path: Path, columns: tuple[str, ...], block_bytes: int = ARROW_BLOCK_BYTES
+    path: Path, columns: tuple[str, ...], block_bytes: int | None = None
 ) -> Iterator[pd.DataFrame]:
     """A headerless whitespace-separated file (TREC formats) as DataFrames of Arrow-backed
     string columns, one per block of `block_bytes`, each with `attrs["lines"]`.
@@ -151,7 +151,9 @@ def whitespace_column_batches(
     try:
         reader = pa_csv.open_csv(
             path,
-            read_options=pa_csv.ReadOptions(column_names=list(columns), block_size=block_bytes),
+            read_options=pa_csv.ReadOptions(
+                column_names=list(columns), block_size=block_bytes or ARROW_BLOCK_BYTES
+            ),
             parse_options=pa_csv.ParseOptions(
                 delimiter=_field_delimiter(path),
                 quote_char=False,
@@ -185,6 +187,8 @@ def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFram
         return _read_whitespace_lines(path, columns)
     if not frames:
         return _read_whitespace_lines(path, columns)
+    for block in frames:
+        block.attrs = {}  # each block's own lines; the whole file's are set below
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return _with_lines(frame, np.arange(1, len(frame) + 1))
 
@@ -247,7 +251,7 @@ def read_trec_run(path: Path) -> pd.DataFrame:
     return _run_columns(read_whitespace_columns(path, TREC_RUN_COLUMNS), path)
 
 
-def trec_run_batches(path: Path, block_bytes: int = ARROW_BLOCK_BYTES) -> Iterator[pd.DataFrame]:
+def trec_run_batches(path: Path, block_bytes: int | None = None) -> Iterator[pd.DataFrame]:
     """:func:`read_trec_run` block by block (:func:`whitespace_column_batches`: raises
     `IrregularLayout` for a file that needs the line-by-line reader)."""
     for frame in whitespace_column_batches(path, TREC_RUN_COLUMNS, block_bytes):
