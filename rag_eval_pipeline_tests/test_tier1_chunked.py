@@ -211,3 +211,11 @@ def test_a_qrels_file_of_many_arrow_blocks_reads_as_one_table(
     qrels = readers.read_qrels(path)
     assert qrels["doc_id"].tolist() == [f"d{i}" for i in range(60)]
     assert list(qrels.attrs["lines"]) == list(range(1, 61))
+
+
+def test_query_chunks_carry_a_query_longer_than_the_search_window_whole() -> None:
+    query_id = ["a"] * 5 + ["b"] * 9_000 + ["c"] * 3
+    frame = pd.DataFrame({"query_id": query_id, "doc_id": [str(i) for i in range(9_008)]})
+    chunks = list(query_chunks(TableBatches.of(frame, 2_500).frames(), ["query_id"], 2_000))
+    assert [sorted(set(chunk["query_id"])) for chunk in chunks] == [["a"], ["b"], ["c"]]
+    pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), frame)

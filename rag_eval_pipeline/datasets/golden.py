@@ -30,7 +30,12 @@ from rag_eval_pipeline.datasets.readers import (
     read_trec_run,
     trec_run_batches,
 )
-from rag_eval_pipeline.datasets.validation import MAX_TEXT_CHARS, SCHEMAS, TableValidator
+from rag_eval_pipeline.datasets.validation import (
+    MAX_TEXT_CHARS,
+    SCHEMAS,
+    TableSchema,
+    TableValidator,
+)
 from rag_eval_pipeline.datasets.versions import (
     escapes_folder,
     find_table_file,
@@ -361,8 +366,9 @@ def _load_runs(
 
 
 def _run_chunks(path: Path, label: str, limits: DatasetLimits) -> Iterator[pd.DataFrame]:
-    """The coerced query-complete chunks of a run file that `_scan_run` accepted."""
-    for table, _ in _validated_run_chunks(path, label, limits, None):
+    """The coerced query-complete chunks of a run file that `_scan_run` accepted (the key
+    check, the slowest, is not repeated)."""
+    for table, _ in _validated_run_chunks(path, label, limits, None, _RUNS_COERCION):
         yield table
 
 
@@ -380,8 +386,15 @@ def _scan_run(
     return num_rows, issues
 
 
+_RUNS_COERCION = replace(SCHEMAS["runs"], key=())
+
+
 def _validated_run_chunks(
-    path: Path, label: str, limits: DatasetLimits, known: _RunReferences | None
+    path: Path,
+    label: str,
+    limits: DatasetLimits,
+    known: _RunReferences | None,
+    schema: TableSchema = SCHEMAS["runs"],
 ) -> Iterator[tuple[pd.DataFrame, list[ValidationIssue]]]:
     """Query-complete chunks of a run file, coerced, with their issues.
 
@@ -398,7 +411,7 @@ def _validated_run_chunks(
         finished = np.union1d(finished, queries)
         chunk.attrs["lines"] = np.arange(first_row, first_row + len(chunk))
         validator = TableValidator(chunk, label, limits.max_text_chars, first_row=first_row)
-        table = validator.check_schema(SCHEMAS["runs"])
+        table = validator.check_schema(schema)
         if known is not None:
             known.check(validator)
         first_row += len(chunk)

@@ -98,10 +98,18 @@ def query_chunks(
 
 def _last_stretch_start(frame: pd.DataFrame, keys: Sequence[str]) -> int:
     """Position where the last stretch of rows with equal `keys` begins in `frame` (0 when
-    the frame is one stretch: it is carried on whole)."""
-    differs = np.zeros(len(frame), dtype=bool)
-    for key in keys:
-        values = frame[key].to_numpy()
-        differs[1:] |= values[1:] != values[:-1]
-    boundaries = np.flatnonzero(differs)
-    return int(boundaries[-1]) if boundaries.size else 0
+    the frame is one stretch: it is carried on whole). Searched backwards from the end in
+    growing windows, so the cost is that of the stretch, not of the frame."""
+    window = 1024
+    while True:
+        start = max(len(frame) - window, 0)
+        same = np.ones(len(frame) - start, dtype=bool)
+        for key in keys:
+            values = frame[key].iloc[start:].to_numpy()
+            same &= values == values[-1]
+        differs = np.flatnonzero(~same)
+        if differs.size:
+            return start + int(differs[-1]) + 1
+        if start == 0:
+            return 0
+        window *= 8
