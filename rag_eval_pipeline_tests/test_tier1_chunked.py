@@ -219,3 +219,15 @@ def test_query_chunks_carry_a_query_longer_than_the_search_window_whole() -> Non
     chunks = list(query_chunks(TableBatches.of(frame, 2_500).frames(), ["query_id"], 2_000))
     assert [sorted(set(chunk["query_id"])) for chunk in chunks] == [["a"], ["b"], ["c"]]
     pd.testing.assert_frame_equal(pd.concat(chunks, ignore_index=True), frame)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_unknown_ids_in_a_run_and_in_the_qrels_are_reported_together(tmp_path: Path) -> None:
+    folder = write_version(tmp_path / "v1", run_lines(8, 4))
+    with open(folder / "runs" / "bm25.trec", "a") as run:
+        run.write("q77 Q0 d1 1 0.5 bm25\n")
+    (folder / "qrels.trec").write_text("q1 0 d1 1\nq88 0 d2 2\n")
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(folder)
+    files = {issue.file for issue in raised.value.issues}
+    assert files == {"runs/bm25.trec", "qrels.trec"}, raised.value.issues

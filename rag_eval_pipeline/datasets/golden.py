@@ -189,12 +189,14 @@ def load_dataset(
                 label = path.relative_to(folder).as_posix()
                 tables[name], validators[name] = _validated(raw, name, label, issues, limits)
     known = _RunReferences.of(tables) if "queries" in tables and not issues else None
-    runs = _load_runs(folder, limits, known, issues)
+    run_issues: list[ValidationIssue] = []
+    runs = _load_runs(folder, limits, known, run_issues)
     if runs is not None:
         tables["runs"] = runs
     if "queries" in tables and not issues:
         _check_references(tables, validators)
         issues = [issue for v in validators.values() for issue in v.issues]
+    issues = [*issues, *run_issues]
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
     if not evaluation and _is_beir(folder, manifest.split):
