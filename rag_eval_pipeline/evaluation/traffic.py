@@ -7,6 +7,11 @@ optional `error` column holds a message), `cost_usd` (the logged cost, else toke
 through litellm), `satisfaction` (0–1) and `positive_feedback` (0/1) from `feedback`.
 Per day (quality rows): volume, latency p50/p95/p99, error rate, cost per query and in total,
 mean satisfaction and the positive-feedback rate.
+
+At production size a day is a stream: a source (`DAY_SOURCES`: Parquet with the day's filter
+pushed down, JSONL, or the in-memory `logs`) yields its interactions in time-ordered chunks of
+the frame `day_interactions` gives, `TrafficDay` aggregates them and `judged_sample_of_chunks`
+draws the judged sample in two passes, so the day is never held whole.
 """
 
 from __future__ import annotations
