@@ -149,8 +149,8 @@ def test_trec_and_beir_qrels_and_runs(version: Path) -> None:
     (version / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2 1.5 bm25\n")
     dataset = load_dataset(version)
     assert dataset.qrels["relevance"].tolist() == [1, 3]
-    assert dataset.runs["system"].unique().tolist() == ["bm25"]
-    assert dataset.runs["score"].tolist() == [2.5, 1.5]
+    assert dataset.runs.to_pandas()["system"].unique().tolist() == ["bm25"]
+    assert dataset.runs.to_pandas()["score"].tolist() == [2.5, 1.5]
 
 
 def test_malformed_trec_run_line(version: Path) -> None:
@@ -263,7 +263,7 @@ def test_trec_runs_read_the_same_whatever_the_whitespace(version: Path, run_text
     write_jsonl(version / "corpus.jsonl", [*CORPUS, {"doc_id": 'd"2', "text": "Quoted id."}])
     (version / "runs").mkdir()
     (version / "runs" / "bm25.trec").write_text(run_text)
-    runs = load_dataset(version).runs
+    runs = load_dataset(version).runs.to_pandas()
     assert runs[["query_id", "doc_id"]].values.tolist() == [["q1", "d1"], ["q2", 'd"2']]
     assert runs["score"].tolist() == [2.5, 1.5]
     assert runs["rank"].tolist() == [1, 1]

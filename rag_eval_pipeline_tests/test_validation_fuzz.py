@@ -220,7 +220,7 @@ def check_outcome(files: dict[str, bytes]) -> GoldenDataset | DatasetError:
             return error
         except Exception as error:  # anything else is the bug this file looks for
             raise AssertionError(f"load_dataset crashed: {describe(error)}") from None
-    check_loaded(dataset)
+        check_loaded(dataset)  # in the folder: the runs are read from their files when used
     return dataset
 
 
@@ -246,8 +246,9 @@ def check_loaded(dataset: GoldenDataset) -> None:
     if dataset.corpus is not None:
         assert set(qrels["doc_id"]) <= set(dataset.corpus["doc_id"])
     if dataset.runs is not None:
-        assert all(isinstance(r, int) and r >= 1 for r in dataset.runs["rank"].tolist())
-        assert set(dataset.runs["query_id"]) <= set(ids)
+        runs = dataset.runs.to_pandas()
+        assert all(isinstance(r, int) and r >= 1 for r in runs["rank"].tolist())
+        assert set(runs["query_id"]) <= set(ids)
 
 
 @FUZZ

@@ -6,10 +6,12 @@ and raises one `DatasetError` listing every problem (file, row, column) instead 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
@@ -21,13 +23,25 @@ from rag_eval_pipeline.datasets.formats import (
     evaluation_tables,
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
-from rag_eval_pipeline.datasets.readers import read_qrels, read_table, read_trec_run
-from rag_eval_pipeline.datasets.validation import MAX_TEXT_CHARS, SCHEMAS, TableValidator
+from rag_eval_pipeline.datasets.readers import (
+    IrregularLayout,
+    read_qrels,
+    read_table,
+    read_trec_run,
+    trec_run_batches,
+)
+from rag_eval_pipeline.datasets.validation import (
+    MAX_TEXT_CHARS,
+    SCHEMAS,
+    TableSchema,
+    TableValidator,
+)
 from rag_eval_pipeline.datasets.versions import (
     escapes_folder,
     find_table_file,
     validate_version_name,
 )
+from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
 BEIR_RENAMES = {"corpus": beir_corpus, "queries": beir_queries}
@@ -41,7 +55,7 @@ class GoldenDataset:
     queries: pd.DataFrame
     qrels: pd.DataFrame
     corpus: pd.DataFrame | None = None
-    runs: pd.DataFrame | None = None
+    runs: TableBatches | None = None
     logs: pd.DataFrame | None = None
     judge_labels: pd.DataFrame | None = None
     answers: pd.DataFrame | None = None
@@ -55,15 +69,23 @@ class GoldenDataset:
             if isinstance(getattr(self, f.name), pd.DataFrame)
         }
 
-    def stored_tables(self) -> dict[str, pd.DataFrame]:
-        """`tables()` plus the manifest as a one-row `manifest` table."""
-        return {**self.tables(), "manifest": self.manifest.to_frame()}
+    def stored_tables(self) -> dict[str, pd.DataFrame | TableBatches]:
+        """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table."""
+        runs = {} if self.runs is None else {"runs": self.runs}
+        return {**self.tables(), **runs, "manifest": self.manifest.to_frame()}
 
     @classmethod
-    def from_tables(cls, version: str, tables: dict[str, pd.DataFrame]) -> GoldenDataset:
+    def from_tables(
+        cls, version: str, tables: dict[str, pd.DataFrame | TableBatches]
+    ) -> GoldenDataset:
         """Rebuild from the tables the `golden_dataset` asset stored."""
         data = dict(tables)
         manifest = DatasetManifest.from_frame(data.pop("manifest", None))
+        runs = data.get("runs")
+        if isinstance(runs, pd.DataFrame):  # stored whole by an earlier version of this asset
+            data["runs"] = TableBatches.of(
+                runs.sort_values(["system", "query_id"], kind="stable", ignore_index=True)
+            )
         return cls(version=version, manifest=manifest, **data)
 
     @property
@@ -93,7 +115,7 @@ class GoldenDataset:
         """Row counts of every table, for metadata and the scorecard."""
         stats = {f"n_{name}": len(frame) for name, frame in self.tables().items()}
         if self.runs is not None:
-            stats["n_run_systems"] = int(self.runs["system"].nunique())
+            stats["n_runs"] = self.runs.num_rows
         if "session_id" in self.queries.columns:
             stats["n_sessions"] = int(self.queries["session_id"].nunique())
         return stats
@@ -139,7 +161,7 @@ def load_dataset(
     if not folder.is_dir():
         raise DatasetError(str(folder), [ValidationIssue(str(folder), "no such dataset folder")])
     manifest, issues = read_manifest(folder)
-    tables: dict[str, pd.DataFrame] = {}
+    tables: dict[str, pd.DataFrame | TableBatches] = {}
     validators: dict[str, TableValidator] = {}
     evaluation = [(f, p) for f in EVALUATION_FORMATS if (p := find_table_file(folder, f))]
     if len(evaluation) > 1:
@@ -166,23 +188,15 @@ def load_dataset(
                 raw = beir_names(raw) if beir_names else raw
                 label = path.relative_to(folder).as_posix()
                 tables[name], validators[name] = _validated(raw, name, label, issues, limits)
-    run_frames: list[pd.DataFrame] = []
-    run_validators: list[TableValidator] = []
-    for path in sorted((folder / "runs").glob("*.trec")):
-        if not path.is_file():
-            issues.append(ValidationIssue(f"runs/{path.name}", "is not a file"))
-            continue
-        raw_run = _read(folder, path, read_trec_run, issues, limits)
-        if raw_run is None:
-            continue
-        run, validator = _validated(raw_run, "runs", f"runs/{path.name}", issues, limits)
-        run_frames.append(run)
-        run_validators.append(validator)
-    if run_frames:
-        tables["runs"] = pd.concat(run_frames, ignore_index=True)
+    known = _RunReferences.of(tables) if "queries" in tables and not issues else None
+    run_issues: list[ValidationIssue] = []
+    runs = _load_runs(folder, limits, known, run_issues)
+    if runs is not None:
+        tables["runs"] = runs
     if "queries" in tables and not issues:
-        _check_references(tables, validators, run_validators)
-        issues = [issue for v in [*validators.values(), *run_validators] for issue in v.issues]
+        _check_references(tables, validators)
+        issues = [issue for v in validators.values() for issue in v.issues]
+    issues = [*issues, *run_issues]
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
     if not evaluation and _is_beir(folder, manifest.split):
@@ -261,15 +275,14 @@ def _evaluation_table(
 
 
 def _check_references(
-    tables: dict[str, pd.DataFrame],
-    validators: dict[str, TableValidator],
-    run_validators: list[TableValidator],
+    tables: dict[str, pd.DataFrame], validators: dict[str, TableValidator]
 ) -> None:
-    """Ids in qrels, runs and logs must exist in queries and (when shipped) the corpus."""
+    """Ids in qrels and logs must exist in queries and (when shipped) the corpus (runs: see
+    `_RunReferences`)."""
     query_ids = set(tables["queries"]["query_id"])
     corpus_ids = set(tables["corpus"]["doc_id"]) if "corpus" in tables else None
     answers = [validators["answers"]] if "answers" in validators else []
-    for validator in [validators["qrels"], *run_validators, *answers]:
+    for validator in [validators["qrels"], *answers]:
         validator.check_references("query_id", query_ids, "queries")
         if corpus_ids is not None:
             validator.check_references("doc_id", corpus_ids, "corpus")
@@ -287,3 +300,121 @@ def _check_references(
         validators["queries"].report(
             repeated.fillna(False).to_numpy(dtype=bool), "turn", "duplicate turn within a session"
         )
+
+
+@dataclass(frozen=True)
+class _RunReferences:
+    """The ids a run may name: queries, and documents when the version ships a corpus."""
+
+    query_ids: pd.Index
+    doc_ids: pd.Index | None
+
+    @staticmethod
+    def of(tables: dict[str, pd.DataFrame | TableBatches]) -> _RunReferences:
+        corpus = tables.get("corpus")
+        return _RunReferences(
+            query_ids=pd.Index(tables["queries"]["query_id"], dtype=object),
+            doc_ids=None if corpus is None else pd.Index(corpus["doc_id"], dtype=object),
+        )
+
+    def check(self, validator: TableValidator) -> None:
+        validator.check_references("query_id", self.query_ids, "queries")
+        if self.doc_ids is not None:
+            validator.check_references("doc_id", self.doc_ids, "corpus")
+
+
+MAX_RUN_ISSUES = 100
+RUN_BLOCK_BYTES: int | None = None  # Arrow's block size (None: `ARROW_BLOCK_BYTES`)
+RUN_CHUNK_ROWS = CHUNK_ROWS
+
+
+def _load_runs(
+    folder: Path,
+    limits: DatasetLimits,
+    known: _RunReferences | None,
+    issues: list[ValidationIssue],
+) -> TableBatches | None:
+    """The validated runs of `runs/*.trec`, read again chunk by chunk when iterated.
+
+    A run with one record per line and each query's rows together is validated in one pass of
+    query-complete chunks (bounded memory, so no file-size limit applies); any other layout is
+    read whole (within `limits`) and sorted by query, which the chunked consumers need.
+    """
+    runs: list[TableBatches] = []
+    for path in sorted((folder / "runs").glob("*.trec")):
+        label = f"runs/{path.name}"
+        if not path.is_file():
+            issues.append(ValidationIssue(label, "is not a file"))
+            continue
+        if escapes_folder(folder, path):
+            issues.append(ValidationIssue(label, "is a link to a file outside the dataset folder"))
+            continue
+        try:
+            num_rows, file_issues = _scan_run(path, label, limits, known)
+        except IrregularLayout:
+            run = _read(folder, path, read_trec_run, issues, limits)
+            if run is None:
+                continue
+            table, validator = _validated(run, "runs", label, issues, limits)
+            if known is not None:
+                known.check(validator)
+                issues.extend(validator.issues)
+            table = table.sort_values("query_id", kind="stable").reset_index(drop=True)
+            runs.append(TableBatches.of(table))
+            continue
+        issues.extend(file_issues)
+        runs.append(TableBatches(num_rows, partial(_run_chunks, path, label, limits)))
+    return TableBatches.concat(runs) if runs else None
+
+
+def _run_chunks(path: Path, label: str, limits: DatasetLimits) -> Iterator[pd.DataFrame]:
+    """The coerced query-complete chunks of a run file that `_scan_run` accepted (the key
+    check, the slowest, is not repeated)."""
+    for table, _ in _validated_run_chunks(path, label, limits, None, _RUNS_COERCION):
+        yield table
+
+
+def _scan_run(
+    path: Path, label: str, limits: DatasetLimits, known: _RunReferences | None
+) -> tuple[int, list[ValidationIssue]]:
+    """Validate a run file chunk by chunk: its row count and issues (the first ones)."""
+    num_rows, issues = 0, []
+    for table, chunk_issues in _validated_run_chunks(path, label, limits, known):
+        num_rows += len(table)
+        issues.extend(chunk_issues)
+        if len(issues) >= MAX_RUN_ISSUES:
+            issues.append(ValidationIssue(label, "too many problems: the rest was not checked"))
+            break
+    return num_rows, issues
+
+
+_RUNS_COERCION = replace(SCHEMAS["runs"], key=())
+
+
+def _validated_run_chunks(
+    path: Path,
+    label: str,
+    limits: DatasetLimits,
+    known: _RunReferences | None,
+    schema: TableSchema = SCHEMAS["runs"],
+) -> Iterator[tuple[pd.DataFrame, list[ValidationIssue]]]:
+    """Query-complete chunks of a run file, coerced, with their issues.
+
+    Raises `IrregularLayout` for a layout the chunked reader does not take, including a query
+    whose rows are not all together (its duplicates could span two chunks).
+    """
+    first_row = 1
+    finished = np.empty(0, np.uint64)
+    batches = trec_run_batches(path, RUN_BLOCK_BYTES)
+    for chunk in query_chunks(batches, ["query_id"], RUN_CHUNK_ROWS):
+        queries = np.unique(pd.util.hash_array(pd.unique(chunk["query_id"]).astype(object)))
+        if np.isin(queries, finished, assume_unique=True).any():
+            raise IrregularLayout(path)
+        finished = np.union1d(finished, queries)
+        chunk.attrs["lines"] = np.arange(first_row, first_row + len(chunk))
+        validator = TableValidator(chunk, label, limits.max_text_chars, first_row=first_row)
+        table = validator.check_schema(schema)
+        if known is not None:
+            known.check(validator)
+        first_row += len(chunk)
+        yield table, validator.issues

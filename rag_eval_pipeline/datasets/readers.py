@@ -129,21 +129,30 @@ def _field_delimiter(path: Path) -> str:
     return "\t" if "\t" in first and " " not in first.strip() else " "
 
 
-def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
-    """A headerless whitespace-separated file (TREC formats) with a fixed number of columns.
+class IrregularLayout(Exception):
+    """The file is not one complete record per line with single separators (see
+    :func:`whitespace_column_batches`): it needs the line-by-line reader."""
 
-    Fast path: Arrow's streaming CSV reader, block by block (`ARROW_BLOCK_BYTES`), into
-    Arrow-backed string columns: memory grows with the data kept, never with Python string
-    objects, and no file is read whole. It applies when every line is a complete record with
-    single-space (or single-tab) separators (the common case, and the only one that matters at
-    10M lines). Anything else (blank lines, runs of spaces, short or long lines, bad UTF-8)
-    falls back to a line-by-line read that names each bad line.
+
+def whitespace_column_batches(
+    path: Path, columns: tuple[str, ...], block_bytes: int | None = None
+) -> Iterator[pd.DataFrame]:
+    """A headerless whitespace-separated file (TREC formats) as DataFrames of Arrow-backed
+    string columns, one per block of `block_bytes`, each with `attrs["lines"]`.
+
+    Arrow's streaming CSV reader: memory holds one block, never the file, and no Python string
+    objects. It applies when every line is a complete record with single-space (or single-tab)
+    separators (the common case, and the only one that matters at 100M lines); anything else
+    (blank lines, runs of spaces, short or long lines, bad UTF-8) raises `IrregularLayout`,
+    possibly after some blocks were yielded (the line count is checked at the end).
     """
+    text = pd.StringDtype("pyarrow", na_value=np.nan)  # what `dtype=str` reads as
+    rows = 0
     try:
         reader = pa_csv.open_csv(
             path,
             read_options=pa_csv.ReadOptions(
-                column_names=list(columns), block_size=ARROW_BLOCK_BYTES
+                column_names=list(columns), block_size=block_bytes or ARROW_BLOCK_BYTES
             ),
             parse_options=pa_csv.ParseOptions(
                 delimiter=_field_delimiter(path),
@@ -157,15 +166,30 @@ def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFram
                 strings_can_be_null=False,
             ),
         )
-        table = pa.Table.from_batches(list(reader), schema=reader.schema)
-    except (pa.ArrowInvalid, UnicodeDecodeError):
+        for batch in reader:
+            if any(pc.any(pc.equal(pc.utf8_length(batch[c]), 0)).as_py() for c in columns):
+                raise IrregularLayout(path)
+            frame = batch.to_pandas(types_mapper={pa.string(): text}.get)
+            yield _with_lines(frame, np.arange(rows + 1, rows + len(frame) + 1))
+            rows += len(frame)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as error:
+        raise IrregularLayout(path) from error
+    if rows != _count_lines(path):
+        raise IrregularLayout(path)
+
+
+def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    """The whole file of :func:`whitespace_column_batches` (its fast path), or, for any other
+    layout, a line-by-line read that names each bad line."""
+    try:
+        frames = list(whitespace_column_batches(path, columns))
+    except IrregularLayout:
         return _read_whitespace_lines(path, columns)
-    if table.num_rows != _count_lines(path) or any(
-        pc.any(pc.equal(pc.utf8_length(table[c]), 0)).as_py() for c in columns
-    ):
+    if not frames:
         return _read_whitespace_lines(path, columns)
-    text = pd.StringDtype("pyarrow", na_value=np.nan)  # what `dtype=str` reads as
-    frame = table.to_pandas(types_mapper={pa.string(): text}.get)
+    for block in frames:
+        block.attrs = {}  # each block's own lines; the whole file's are set below
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return _with_lines(frame, np.arange(1, len(frame) + 1))
 
 
@@ -224,7 +248,17 @@ def read_qrels(path: Path) -> pd.DataFrame:
 
 def read_trec_run(path: Path) -> pd.DataFrame:
     """A TREC run `qid Q0 docid rank score tag`; the system name is the file stem."""
-    frame = read_whitespace_columns(path, TREC_RUN_COLUMNS)
+    return _run_columns(read_whitespace_columns(path, TREC_RUN_COLUMNS), path)
+
+
+def trec_run_batches(path: Path, block_bytes: int | None = None) -> Iterator[pd.DataFrame]:
+    """:func:`read_trec_run` block by block (:func:`whitespace_column_batches`: raises
+    `IrregularLayout` for a file that needs the line-by-line reader)."""
+    for frame in whitespace_column_batches(path, TREC_RUN_COLUMNS, block_bytes):
+        yield _run_columns(frame, path)
+
+
+def _run_columns(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
     lines = frame.attrs["lines"]
     frame = frame.drop(columns=["q0", "tag"])
     frame.insert(0, "system", path.stem)

@@ -60,8 +60,14 @@ class TableValidator:
     """Collects the issues of one table read from `file`, coercing columns as it goes."""
 
     def __init__(
-        self, frame: pd.DataFrame, file: str, max_text_chars: int = MAX_TEXT_CHARS
+        self,
+        frame: pd.DataFrame,
+        file: str,
+        max_text_chars: int = MAX_TEXT_CHARS,
+        first_row: int = 1,
     ) -> None:
+        """`first_row`: the file's row number of the frame's first row (a chunk of a file)."""
+        self.first_row = first_row
         self.lines: Sequence[int] | None = frame.attrs.get("lines")
         self.frame = frame.reset_index(drop=True)
         self.frame.attrs = {}
@@ -88,7 +94,9 @@ class TableValidator:
             if values is not None:
                 value = values.iloc[position] if isinstance(values, pd.Series) else values(position)
                 text = message.format(value=_shown(value))
-            self.issues.append(ValidationIssue(self.file, text, int(position) + 1, column, line))
+            self.issues.append(
+                ValidationIssue(self.file, text, self.first_row + int(position), column, line)
+            )
         if len(rows) > MAX_ROWS_PER_ISSUE:
             generic = message.replace(" {value}", "")
             self.issues.append(
@@ -156,12 +164,21 @@ class TableValidator:
             self.report(out, column.name, f"out of range [{column.low}, {column.high}]")
         self.frame[column.name] = converted
 
-    def check_references(self, column: str, known: set[str], target: str) -> None:
-        """Report values of `column` that do not exist in the `target` table."""
+    def check_references(self, column: str, known: set[str] | pd.Index, target: str) -> None:
+        """Report values of `column` that do not exist in the `target` table.
+
+        `known` may be a unique `pd.Index`, whose hash table is built once and reused (a table
+        validated chunk by chunk).
+        """
         if column not in self.frame.columns:
             return
         values = self.frame[column]
-        unknown = values.notna().to_numpy() & ~values.isin(known).to_numpy()
+        found = (
+            known.get_indexer(values.astype(object)) >= 0
+            if isinstance(known, pd.Index)
+            else values.isin(known).to_numpy()
+        )
+        unknown = values.notna().to_numpy() & ~found
         self.report(unknown, column, f"unknown id {{value}}: not in {target}", values)
 
     def check_list_references(self, column: str, known: set[str], target: str) -> None:

@@ -4,7 +4,9 @@ Built on Dagster's `UPathIOManager`, so the base may be a local folder or any fs
 (`s3://`, `gs://`, `memory://`). A DataFrame is one Parquet file; a mapping of DataFrames (the
 golden dataset's tables) is a folder `<date>/` with one `<table>.parquet` each. The writes are
 `rag_eval_pipeline.storage.parquet`'s atomic ones (Dagster's base class opens the target for
-writing and truncates it).
+writing and truncates it). A `TableBatches` output (Tier 1's runs at production size) is written
+one row group per chunk, and an input annotated `TableBatches` is read back chunk by chunk, so
+memory stays bounded through the asset boundary.
 """
 
 from collections.abc import Mapping
@@ -13,6 +15,7 @@ from typing import Any
 import pandas as pd
 from dagster import (
     ConfigurableIOManagerFactory,
+    DagsterInvariantViolationError,
     InitResourceContext,
     InputContext,
     MetadataValue,
@@ -24,9 +27,11 @@ from upath import UPath
 
 from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.settings import WAREHOUSE_URL
+from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
     escape_partition_path,
+    read_batches,
     read_parquet,
     read_tables,
     write_parquet_atomically,
@@ -44,7 +49,7 @@ class ParquetIOManager(UPathIOManager):
         return base_path / escape_partition_path(partition)
 
     def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
-        if isinstance(obj, pd.DataFrame):
+        if isinstance(obj, pd.DataFrame | TableBatches):
             write_parquet_atomically(obj, path)
         elif isinstance(obj, Mapping):
             write_tables_atomically(obj, path.with_suffix(""))
@@ -56,6 +61,8 @@ class ParquetIOManager(UPathIOManager):
 
     def load_from_path(self, context: InputContext, path: UPath) -> Any:
         if path.exists():
+            if _wants_batches(context):
+                return read_batches(path)
             return read_parquet(path)
         folder = path.with_suffix("")
         if folder.exists():
@@ -73,7 +80,17 @@ class ParquetIOManager(UPathIOManager):
     def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
         if isinstance(obj, pd.DataFrame):
             return {"dagster/row_count": MetadataValue.int(len(obj))}
+        if isinstance(obj, TableBatches):
+            return {"dagster/row_count": MetadataValue.int(obj.num_rows)}
         return {}
+
+
+def _wants_batches(context: InputContext) -> bool:
+    """The input is annotated `TableBatches` (a context built without a type: no)."""
+    try:
+        return context.dagster_type.typing_type is TableBatches
+    except DagsterInvariantViolationError:
+        return False
 
 
 class ParquetIOManagerResource(ConfigurableIOManagerFactory):

@@ -13,14 +13,15 @@ Three sources of runs, one table (`source, system, query_id, doc_id, rank, score
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
+from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, RunScorer
+from rag_eval_pipeline.storage.batches import TableBatches, query_chunks
 from rag_eval_pipeline.systems.retrievers import (
     RUN_COLUMNS,
     bm25_scores,
@@ -92,11 +93,31 @@ def reference_runs(
     return runs.assign(source="reference")[RUN_TABLE_COLUMNS]
 
 
-def logged_runs(dataset: GoldenDataset) -> pd.DataFrame:
-    """The TREC runs shipped with the version."""
-    if dataset.runs is None:
-        return pd.DataFrame(columns=RUN_TABLE_COLUMNS)
-    return dataset.runs.assign(source="logged_run")[RUN_TABLE_COLUMNS]
+def logged_runs(dataset: GoldenDataset) -> TableBatches:
+    """The TREC runs shipped with the version, chunk by chunk."""
+    runs = dataset.runs
+    if runs is None:
+        return TableBatches.of(pd.DataFrame(columns=RUN_TABLE_COLUMNS))
+
+    def frames() -> Iterator[pd.DataFrame]:
+        for frame in runs.frames():
+            yield frame.assign(source="logged_run")[RUN_TABLE_COLUMNS]
+
+    return TableBatches(runs.num_rows, frames)
+
+
+def all_runs(frames: Sequence[pd.DataFrame | TableBatches]) -> TableBatches:
+    """One run table (`RUN_TABLE_COLUMNS`) from the runs of every source, chunk by chunk."""
+    present = [
+        frame if isinstance(frame, TableBatches) else TableBatches.of(frame)
+        for frame in frames
+        if (frame.num_rows if isinstance(frame, TableBatches) else len(frame))
+    ]
+    return (
+        TableBatches.concat(present)
+        if present
+        else TableBatches.of(pd.DataFrame(columns=RUN_TABLE_COLUMNS))
+    )
 
 
 def real_user_run(dataset: GoldenDataset) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -178,7 +199,7 @@ def unknown_doc_ids(runs: pd.DataFrame, corpus_ids: set[str], examples: int = 5)
 
 
 def evaluate_runs(
-    runs: pd.DataFrame,
+    runs: pd.DataFrame | TableBatches,
     qrels: pd.DataFrame,
     real_user_qrels: pd.DataFrame,
     metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
@@ -189,14 +210,29 @@ def evaluate_runs(
     Real-user runs are judged with `real_user_qrels`, all others with the version's qrels;
     grades ≥ `relevance_level` are relevant (trec_eval -l).
     Every query with a relevant judgment is scored, including those a system returned nothing
-    for (they score 0, as trec_eval -c).
+    for (they score 0, as trec_eval -c). A `TableBatches` run is scored in query-complete chunks
+    (:func:`query_chunks`), so memory holds one chunk, not the run: each (source, system,
+    query) must then list its rows together, as every run table built here does.
     """
-    frames = []
-    for (source, system), run in runs.groupby(["source", "system"], sort=True):
-        judged_by = real_user_qrels if source == "real_users" else qrels
-        per_query = evaluate_run(run, judged_by, metrics, relevance_level=relevance_level)
-        frames.append(per_query.assign(source=source, system=system))
-    if not frames:
+    chunks = (
+        query_chunks(runs.frames(), ["source", "system", "query_id"])
+        if isinstance(runs, TableBatches)
+        else [runs]
+    )
+    scorers: dict[tuple[str, str], RunScorer] = {}
+    for chunk in chunks:
+        for (source, system), run in chunk.groupby(["source", "system"], sort=False):
+            if (source, system) not in scorers:
+                judged_by = real_user_qrels if source == "real_users" else qrels
+                scorers[source, system] = RunScorer(judged_by, metrics, relevance_level)
+            scorers[source, system].add(run)
+    if not scorers:
         return pd.DataFrame(columns=["source", "system", "query_id", *metrics])
-    result = pd.concat(frames, ignore_index=True)
+    result = pd.concat(
+        [
+            scorers[source, system].result().assign(source=source, system=system)
+            for source, system in sorted(scorers)
+        ],
+        ignore_index=True,
+    )
     return result[["source", "system", "query_id", *metrics]]

@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["Judgments", "RankedHits", "load_judgments", "rank_judged_hits"]
+__all__ = ["Judgments", "RankedHits", "id_strings", "load_judgments", "rank_judged_hits"]
 
 _ARROW_STRING = pd.StringDtype("pyarrow")
 _QUERY_SHIFT = np.uint64(32)
@@ -82,6 +82,19 @@ class Judgments:
         relevant = self.grade >= self.relevance_level
         return np.bincount(self.query[relevant], minlength=self.num_queries)
 
+    def restrict(self, codes: np.ndarray) -> Judgments:
+        """The judgments of the queries ``codes`` (sorted, unique), renumbered from 0."""
+        start = np.searchsorted(self.query, codes, side="left")
+        count = np.searchsorted(self.query, codes, side="right") - start
+        rows = np.repeat(start, count) + _position_in_group(count)
+        return Judgments(
+            query_ids=self.query_ids[codes],
+            query=np.repeat(np.arange(len(codes)), count),
+            doc_id=self.doc_id.iloc[rows].reset_index(drop=True),
+            grade=self.grade[rows],
+            relevance_level=self.relevance_level,
+        )
+
 
 @dataclass(frozen=True)
 class RankedHits:
@@ -107,9 +120,9 @@ def load_judgments(qrels: pd.DataFrame, relevance_level: int = 1) -> Judgments:
             f"relevance_level must be at least 1 (trec_eval -l), got {relevance_level}"
         )
     _require_columns(qrels, ("query_id", "doc_id", "relevance"), "qrels")
-    query_codes, query_ids = pd.factorize(_id_strings(qrels["query_id"]), sort=True)
+    query_codes, query_ids = pd.factorize(id_strings(qrels["query_id"]), sort=True)
     _require_present(query_codes, "qrels", "query_id")
-    doc_id = _id_strings(qrels["doc_id"])
+    doc_id = id_strings(qrels["doc_id"])
     grade = qrels["relevance"].to_numpy(dtype=np.int64)
     _raise_if_repeated(query_codes, doc_id, query_ids, "qrels")
 
@@ -135,8 +148,8 @@ def rank_judged_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
     columns or ids, NaN scores and repeated (query_id, doc_id) pairs, which trec_eval rejects.
     """
     _require_columns(run, ("query_id", "doc_id", "score"), "run")
-    query = _query_codes(_id_strings(run["query_id"]), judgments.query_ids)
-    doc_id = _id_strings(run["doc_id"])
+    query = _query_codes(id_strings(run["query_id"]), judgments.query_ids)
+    doc_id = id_strings(run["doc_id"])
     score = run["score"].to_numpy(dtype=np.float64)
     if np.isnan(score).any():
         raise ValueError("run has NaN scores, which have no trec_eval order")
@@ -165,7 +178,7 @@ def _require_present(codes: np.ndarray, table: str, column: str) -> None:
         raise ValueError(f"{table} has missing values in {column!r}")
 
 
-def _id_strings(ids: pd.Series) -> pd.Series:
+def id_strings(ids: pd.Series) -> pd.Series:
     """Ids as Arrow-backed strings (trec_eval ids are strings; e.g. integers are converted)."""
     if isinstance(ids.dtype, pd.StringDtype) and ids.dtype.storage == "pyarrow":
         return ids

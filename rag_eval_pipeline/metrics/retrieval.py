@@ -47,11 +47,12 @@ import pandas as pd
 
 from rag_eval_pipeline.metrics._ranking import (
     RankedHits,
+    id_strings,
     load_judgments,
     rank_judged_hits,
 )
 
-__all__ = ["DEFAULT_RETRIEVAL_METRICS", "evaluate_run"]
+__all__ = ["DEFAULT_RETRIEVAL_METRICS", "RunScorer", "evaluate_run"]
 
 DEFAULT_RETRIEVAL_METRICS: tuple[str, ...] = (
     "hit_rate@1",
@@ -138,28 +139,70 @@ def evaluate_run(
             the run or in the qrels (trec_eval ``form_res_rels.c`` rejects both); a relevance
             level below 1.
     """
-    requested = _parse_metrics([metrics] if isinstance(metrics, str) else list(metrics))
-    judgments = load_judgments(qrels, relevance_level)
-    gains = rank_judged_hits(run, judgments)
-    relevant = gains.grade >= judgments.relevance_level
-    evidence = _Evidence(
-        num_queries=judgments.num_queries,
-        num_relevant=judgments.num_relevant().astype(np.float64),
-        hits=RankedHits(
-            query=gains.query[relevant], rank=gains.rank[relevant], grade=gains.grade[relevant]
-        ),
-        gains=gains,
-        ideal=RankedHits(
-            query=judgments.query,
-            rank=_position_within_query(judgments.query),
-            grade=judgments.grade,
-        ),
-    )
-    values = {
-        metric.name: metric.compute(evidence, metric.cutoff).astype(np.float64)
-        for metric in requested
-    }
-    return pd.DataFrame({"query_id": pd.array(judgments.query_ids, dtype="str"), **values})
+    scorer = RunScorer(qrels, metrics, relevance_level)
+    scorer.add(run)
+    return scorer.result()
+
+
+class RunScorer:
+    """:func:`evaluate_run` over a run given chunk by chunk, in bounded memory.
+
+    Memory holds the judgments, one chunk of the run and one value per metric and judged
+    query; the results equal :func:`evaluate_run` on the whole run. Each query's rows must all
+    be in one chunk (:func:`~rag_eval_pipeline.storage.batches.query_chunks` cuts chunks so);
+    a query found in two chunks raises ``ValueError``.
+    """
+
+    def __init__(
+        self,
+        qrels: pd.DataFrame,
+        metrics: Sequence[str] = DEFAULT_RETRIEVAL_METRICS,
+        relevance_level: int = 1,
+    ) -> None:
+        self._requested = _parse_metrics([metrics] if isinstance(metrics, str) else list(metrics))
+        self._judgments = load_judgments(qrels, relevance_level)
+        self._values = {
+            metric.name: np.zeros(self._judgments.num_queries) for metric in self._requested
+        }
+        self._seen = np.zeros(self._judgments.num_queries, dtype=bool)
+
+    def add(self, run: pd.DataFrame) -> None:
+        """Score one chunk of the run (columns as in :func:`evaluate_run`)."""
+        if "query_id" not in run.columns:
+            raise ValueError("run is missing column(s) ['query_id']")
+        present = pd.unique(id_strings(run["query_id"]).dropna())
+        codes = np.unique(self._judgments.query_ids.get_indexer(present))
+        codes = codes[codes >= 0]
+        repeated = codes[self._seen[codes]]
+        if repeated.size:
+            raise ValueError(
+                f"run lists query_id {self._judgments.query_ids[repeated[0]]!r} in two chunks "
+                "(a chunked run must hold each query's rows together)"
+            )
+        self._seen[codes] = True
+        judgments = self._judgments.restrict(codes)
+        gains = rank_judged_hits(run, judgments)
+        relevant = gains.grade >= judgments.relevance_level
+        evidence = _Evidence(
+            num_queries=judgments.num_queries,
+            num_relevant=judgments.num_relevant().astype(np.float64),
+            hits=RankedHits(
+                query=gains.query[relevant], rank=gains.rank[relevant], grade=gains.grade[relevant]
+            ),
+            gains=gains,
+            ideal=RankedHits(
+                query=judgments.query,
+                rank=_position_within_query(judgments.query),
+                grade=judgments.grade,
+            ),
+        )
+        for metric in self._requested:
+            self._values[metric.name][codes] = metric.compute(evidence, metric.cutoff)
+
+    def result(self) -> pd.DataFrame:
+        """One row per judged query, as :func:`evaluate_run` returns (unseen queries: 0)."""
+        query_ids = pd.array(self._judgments.query_ids, dtype="str")
+        return pd.DataFrame({"query_id": query_ids, **self._values})
 
 
 def _parse_metrics(names: list[str]) -> list[_Metric]:

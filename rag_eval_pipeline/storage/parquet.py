@@ -18,9 +18,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import BinaryIO
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from upath import UPath
+
+from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
 
 TABLES_MANIFEST = "_tables.json"
 STALE_TEMPORARY_S = 3600.0
@@ -65,11 +70,14 @@ def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY
             continue
 
 
-def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
-    """Write `frame` to `path` so that readers see the old file or the new one, never a part."""
+def write_parquet_atomically(frame: pd.DataFrame | TableBatches, path: UPath) -> None:
+    """Write `frame` to `path` so that readers see the old file or the new one, never a part.
+
+    A :class:`TableBatches` is written one row group per chunk, so memory stays bounded.
+    """
     if not _is_local(path):
         with path.open("wb") as handle:
-            frame.to_parquet(handle, index=False)
+            _write_parquet(frame, handle)
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +86,7 @@ def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
     )
     try:
         with os.fdopen(fd, "wb") as handle:
-            frame.to_parquet(handle, index=False)
+            _write_parquet(frame, handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
@@ -86,6 +94,24 @@ def write_parquet_atomically(frame: pd.DataFrame, path: UPath) -> None:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     remove_stale_temporaries(target)
+
+
+def _write_parquet(table: pd.DataFrame | TableBatches, handle: BinaryIO) -> None:
+    if isinstance(table, pd.DataFrame):
+        table.to_parquet(handle, index=False)
+        return
+    writer: pq.ParquetWriter | None = None
+    try:
+        for frame in table.frames():
+            if writer is None:
+                schema = pa.Schema.from_pandas(frame, preserve_index=False)
+                writer = pq.ParquetWriter(handle, schema)
+            writer.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False))
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pd.DataFrame().to_parquet(handle, index=False)
 
 
 @cache
@@ -141,8 +167,11 @@ def _exclusive(folder: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> None:
+def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath) -> None:
     """Write a folder of tables; locally it is built aside and swapped in atomically.
+
+    The manifest lists the tables by name, and under `"batched"` those given as
+    :class:`TableBatches`, which :func:`read_tables` gives back as such (read chunk by chunk).
 
     Concurrent writers of the same partition are serialized with a lock on the parent folder,
     and readers always find a complete folder (the old one or the new one).
@@ -151,7 +180,7 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
         for name, frame in tables.items():
             write_parquet_atomically(frame, path / f"{name}.parquet")
         with (path / TABLES_MANIFEST).open("w") as handle:
-            json.dump(sorted(tables), handle)
+            json.dump(_manifest(tables), handle)
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -160,8 +189,9 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame], path: UPath) -> 
     )
     try:
         for name, frame in tables.items():
-            frame.to_parquet(staging / f"{name}.parquet", index=False)
-        (staging / TABLES_MANIFEST).write_text(json.dumps(sorted(tables)))
+            with open(staging / f"{name}.parquet", "wb") as handle:
+                _write_parquet(frame, handle)
+        (staging / TABLES_MANIFEST).write_text(json.dumps(_manifest(tables)))
         with _exclusive(target.parent):
             _swap_directories(staging, target)
     finally:
@@ -177,12 +207,32 @@ def read_parquet(path: UPath) -> pd.DataFrame:
         return pd.read_parquet(handle)
 
 
-def read_tables(folder: UPath) -> dict[str, pd.DataFrame]:
+def _manifest(tables: Mapping[str, pd.DataFrame | TableBatches]) -> dict[str, list[str]]:
+    batched = [name for name, table in tables.items() if isinstance(table, TableBatches)]
+    return {"tables": sorted(tables), "batched": sorted(batched)}
+
+
+def read_batches(path: UPath) -> TableBatches:
+    """A stored Parquet file as :class:`TableBatches` (nothing is read until iterated)."""
+    return parquet_batches(lambda: path.open("rb"))
+
+
+def read_tables(folder: UPath) -> dict[str, pd.DataFrame | TableBatches]:
     """The tables of a folder written by `write_tables_atomically`.
 
     The names come from the folder's manifest, read by path like every table, so a reader
-    never lists a folder that a concurrent writer is swapping out and removing.
+    never lists a folder that a concurrent writer is swapping out and removing. Tables written
+    as :class:`TableBatches` come back as such; the others as DataFrames. (A manifest that is
+    a plain list of names is the earlier layout: all DataFrames.)
     """
     with (folder / TABLES_MANIFEST).open("r") as handle:
-        names = json.load(handle)
-    return {name: read_parquet(folder / f"{name}.parquet") for name in names}
+        manifest = json.load(handle)
+    names, batched = (
+        (manifest, []) if isinstance(manifest, list) else (manifest["tables"], manifest["batched"])
+    )
+    return {
+        name: read_batches(folder / f"{name}.parquet")
+        if name in batched
+        else read_parquet(folder / f"{name}.parquet")
+        for name in names
+    }

@@ -19,24 +19,31 @@ from pathlib import Path
 
 import pandas as pd
 
+from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.code_version import code_digest
 
 
-def frame_digest(frame: pd.DataFrame) -> str:
-    """A digest of a frame's column names, dtypes and values (row order included)."""
+def frame_digest(frame: pd.DataFrame | TableBatches) -> str:
+    """A digest of a frame's column names, dtypes and values (row order included); a
+    `TableBatches` is hashed chunk by chunk, rows in order."""
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
-    try:
-        digest.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
-    except TypeError:
-        buffer = io.BytesIO()
-        frame.reset_index(drop=True).to_parquet(buffer, index=False)
-        digest.update(buffer.getvalue())
+    parts = frame.frames() if isinstance(frame, TableBatches) else iter([frame])
+    for position, part in enumerate(parts):
+        if position == 0:
+            digest.update(repr([(str(c), str(t)) for c, t in part.dtypes.items()]).encode())
+        try:
+            digest.update(pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes())
+        except TypeError:
+            buffer = io.BytesIO()
+            part.reset_index(drop=True).to_parquet(buffer, index=False)
+            digest.update(buffer.getvalue())
     return digest.hexdigest()
 
 
 def result_key(
-    name: str, frames: Mapping[str, pd.DataFrame], parameters: Mapping[str, object]
+    name: str,
+    frames: Mapping[str, pd.DataFrame | TableBatches],
+    parameters: Mapping[str, object],
 ) -> str:
     """The key of one result: its name, the code digest, its input frames and parameters."""
     digest = hashlib.blake2b(digest_size=20)

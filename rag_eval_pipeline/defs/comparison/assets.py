@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
@@ -83,7 +83,7 @@ def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
 def system_comparison(
     context: AssetExecutionContext,
     config: ComparisonConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
     generator_llm: LLMResource,
     judge_llm: LLMResource,

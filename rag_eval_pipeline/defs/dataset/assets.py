@@ -1,5 +1,7 @@
 """The `golden_dataset` asset: one dataset version's validated tables, snapshotted per date."""
 
+from typing import Any
+
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
@@ -7,6 +9,9 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.metadata import markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import DatasetsResource
+
+DatasetTables = dict[str, Any]
+"""The `golden_dataset` asset's value: table name → DataFrame, or `TableBatches` (runs)."""
 
 
 @asset(
@@ -18,9 +23,7 @@ from rag_eval_pipeline.defs.resources import DatasetsResource
         "(file, row and column named on any error) and frozen for the date."
     ),
 )
-def golden_dataset(
-    context: AssetExecutionContext, datasets: DatasetsResource
-) -> dict[str, pd.DataFrame]:
+def golden_dataset(context: AssetExecutionContext, datasets: DatasetsResource) -> DatasetTables:
     version, _ = partition_parts(context)
     dataset = datasets.load(version)
     stats = dataset.statistics()
@@ -39,7 +42,7 @@ def golden_dataset(
     return dataset.stored_tables()
 
 
-def as_dataset(context: AssetExecutionContext, tables: dict[str, pd.DataFrame]) -> GoldenDataset:
+def as_dataset(context: AssetExecutionContext, tables: DatasetTables) -> GoldenDataset:
     """The `GoldenDataset` of the partition being materialized, from the stored tables."""
     version, _ = partition_parts(context)
     return GoldenDataset.from_tables(version, tables)

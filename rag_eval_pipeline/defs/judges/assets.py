@@ -6,7 +6,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from pydantic import Field
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
@@ -60,7 +60,7 @@ class JudgeReliabilityConfig(Config):
 def judge_reliability(
     context: AssetExecutionContext,
     config: JudgeReliabilityConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     ideal_context_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
@@ -108,7 +108,7 @@ def judge_reliability(
 )
 def show_judge_quality(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
 ) -> pd.DataFrame:

@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
@@ -55,7 +55,7 @@ def headline_values(scorecard: pd.DataFrame) -> dict[str, float]:
 def evaluation_scorecard(
     context: AssetExecutionContext,
     config: ScorecardConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedding_quality: pd.DataFrame,
     retrieval_quality: pd.DataFrame,
     generation_quality: pd.DataFrame,

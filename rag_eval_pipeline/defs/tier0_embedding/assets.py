@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource
@@ -36,7 +36,7 @@ def embedding_matrix(corpus_embeddings: pd.DataFrame) -> np.ndarray:
 )
 def corpus_embeddings(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)

@@ -3,13 +3,13 @@
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource, RagSystemResource
 from rag_eval_pipeline.defs.tier0_embedding.assets import embedding_matrix
 from rag_eval_pipeline.evaluation.retrieval import (
-    RUN_TABLE_COLUMNS,
+    all_runs,
     evaluate_runs,
     logged_runs,
     real_user_run,
@@ -17,6 +17,7 @@ from rag_eval_pipeline.evaluation.retrieval import (
 )
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
+from rag_eval_pipeline.storage.batches import TableBatches
 
 TIER = "tier1_retrieval"
 PLOTTED_METRICS = ("hit_rate@1", "hit_rate@10", "mrr", "ndcg@10", "recall@10", "map")
@@ -29,18 +30,19 @@ PLOTTED_METRICS = ("hit_rate@1", "hit_rate@10", "mrr", "ndcg@10", "recall@10", "
     description=(
         "Ranked documents per query from every source: the reference retrievers (dense, BM25, "
         "RRF hybrid) over the corpus, the TREC runs shipped with the version, and the "
-        "retrieved ids of logged real-user traffic."
+        "retrieved ids of logged real-user traffic. Stored one row group per chunk of queries "
+        "and read back chunk by chunk, so memory does not grow with the number of queries."
     ),
 )
 def retrieval_runs(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     corpus_embeddings: pd.DataFrame,
     embedder: EmbedderResource,
     rag_system: RagSystemResource,
-) -> pd.DataFrame:
+) -> TableBatches:
     dataset = as_dataset(context, golden_dataset)
-    frames = [logged_runs(dataset), real_user_run(dataset)[0]]
+    frames: list[pd.DataFrame | TableBatches] = [logged_runs(dataset), real_user_run(dataset)[0]]
     if dataset.has_corpus and not corpus_embeddings.empty:
         frames.insert(
             0,
@@ -52,21 +54,8 @@ def retrieval_runs(
                 skip_top=rag_system.skip_top,
             ),
         )
-    present = [frame for frame in frames if not frame.empty]
-    runs = (
-        pd.concat(present, ignore_index=True)
-        if present
-        else pd.DataFrame(columns=RUN_TABLE_COLUMNS)
-    )
-    counts = runs.groupby(["source", "system"]).size().rename("rows").reset_index()
-    context.add_output_metadata(
-        {
-            "n_systems": MetadataValue.int(len(counts)),
-            "systems": MetadataValue.md(markdown_table(counts)),
-            "skip_top": MetadataValue.int(rag_system.skip_top),
-        }
-    )
-    return runs
+    context.add_output_metadata({"skip_top": MetadataValue.int(rag_system.skip_top)})
+    return all_runs(frames)
 
 
 @asset(
@@ -80,8 +69,8 @@ def retrieval_runs(
 )
 def retrieval_metrics(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
-    retrieval_runs: pd.DataFrame,
+    golden_dataset: DatasetTables,
+    retrieval_runs: TableBatches,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
     per_query = evaluate_runs(
@@ -90,9 +79,12 @@ def retrieval_metrics(
         real_user_run(dataset)[1],
         relevance_level=dataset.relevance_level,
     )
+    queries = per_query.groupby(["source", "system"]).size().rename("queries").reset_index()
     context.add_output_metadata(
         {
             "n_rows": MetadataValue.int(len(per_query)),
+            "n_systems": MetadataValue.int(len(queries)),
+            "systems": MetadataValue.md(markdown_table(queries)),
             "relevance_level": MetadataValue.int(dataset.relevance_level),
         }
     )

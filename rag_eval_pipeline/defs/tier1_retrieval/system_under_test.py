@@ -8,7 +8,7 @@ Rows are labeled `tier1_retrieval` and named after the system, like every other 
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
@@ -30,7 +30,7 @@ from rag_eval_pipeline.reporting.escaping import terminal_text
 )
 def system_retrieval_metrics(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     e2e_generations: pd.DataFrame,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)

@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
@@ -35,7 +35,7 @@ GENERATION_OUTPUT = ["system", "query_id", "question", "ground_truth_answer", "c
 )
 def ideal_context_generations(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
     generator_llm: LLMResource,
 ) -> pd.DataFrame:
@@ -72,7 +72,7 @@ def ideal_context_generations(
 )
 def generation_judgments(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     ideal_context_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,

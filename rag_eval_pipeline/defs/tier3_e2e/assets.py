@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import (
     criteria_metadata,
     judgments_metadata,
@@ -43,7 +43,7 @@ E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GRO
 )
 def e2e_generations(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
     generator_llm: LLMResource,
     rag_system: RagSystemResource,
@@ -110,7 +110,7 @@ def e2e_generations(
 )
 def e2e_judgments(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     e2e_generations: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,

@@ -11,7 +11,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
@@ -92,7 +92,7 @@ def _interactions(
 def traffic_metrics(
     context: AssetExecutionContext,
     config: TrafficConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
 ) -> pd.DataFrame:
     dataset = as_dataset(context, golden_dataset)
     if not has_traffic(dataset.logs):
@@ -122,7 +122,7 @@ def traffic_metrics(
 def traffic_judgments(
     context: AssetExecutionContext,
     config: TrafficJudgmentConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
 ) -> pd.DataFrame:
@@ -169,7 +169,7 @@ def traffic_judgments(
 )
 def traffic_quality(
     context: AssetExecutionContext,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     traffic_metrics: pd.DataFrame,
     traffic_judgments: pd.DataFrame,
 ) -> pd.DataFrame:

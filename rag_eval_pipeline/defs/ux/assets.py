@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext, Config, asset
 
-from rag_eval_pipeline.defs.dataset.assets import as_dataset
+from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource
@@ -32,7 +32,7 @@ class UxConfig(Config):
 def ux_metrics(
     context: AssetExecutionContext,
     config: UxConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     e2e_generations: pd.DataFrame,
     embedder: EmbedderResource,
 ) -> pd.DataFrame:
