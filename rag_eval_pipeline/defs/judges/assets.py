@@ -174,7 +174,7 @@ class JudgeCorrectedConfig(Config):
 def judge_corrected_quality(
     context: AssetExecutionContext,
     config: JudgeCorrectedConfig,
-    golden_dataset: dict[str, pd.DataFrame],
+    golden_dataset: DatasetTables,
     e2e_judgments: pd.DataFrame,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
