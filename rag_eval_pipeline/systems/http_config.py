@@ -7,12 +7,13 @@ overridable by `RAG_EVAL_SYSTEM_URL`) holds:
 - `headers`: name → value; a value may reference environment variables as `${RAG_EVAL_HTTP_X}`
   (only `RAG_EVAL_HTTP_*` names: a dataset folder must not be able to send any other variable,
   such as a provider key, to a URL it chooses). Resolved values are secrets, redacted by value;
-- `body`: the JSON request body (a mapping, a list or a JSON text); `params`: query-string
-  parameters. Their strings are `string.Template`s over `$question`, `$session_id`, `$turn` and
-  `$query_id`. A string that is exactly one placeholder becomes the typed value (`"$turn"` → 3,
-  a missing session → null); inside a longer string the value is inserted as text. Values are
-  put into the parsed structure, which is then serialized with `json.dumps`: no question, with
-  any quotes, backslashes or line breaks, can change the JSON around it;
+- `body`: the JSON request body (a mapping, a list or a JSON text; null or a GET: none);
+  `params`: query-string parameters. Their strings are `string.Template`s over `$question`,
+  `$session_id`, `$turn` and `$query_id`. A string that is exactly one placeholder becomes the
+  typed value (`"$turn"` → 3, a missing session → null); inside a longer string the value is
+  inserted as text. Values are put into the parsed structure, which is then serialized with
+  `json.dumps`: no question, with any quotes, backslashes or line breaks, can change the JSON
+  around it;
 - selectors, JSONPath expressions (`jsonpath-ng`, with its extensions: filters, `len`) over the
   JSON reply: `answer` (the first match; default `$.answer`), `retrieved_doc_ids` and
   `contexts` (every match, a matched list flattened; defaults `$.retrieved_doc_ids`,
@@ -83,7 +84,7 @@ class HttpSystemConfig:
     url: str
     method: str = "POST"
     headers: Mapping[str, str] = field(default_factory=dict)
-    body: Any = field(default_factory=lambda: dict(DEFAULT_BODY))
+    body: Any = field(default_factory=lambda: dict(DEFAULT_BODY))  # None: no body
     params: Mapping[str, str] = field(default_factory=dict)
     selectors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SELECTORS))
     timeout_s: float = 30.0
@@ -100,12 +101,13 @@ class HttpSystemConfig:
         if problems:
             listed = "; ".join(f"{key}: {problem}" for key, problem in problems)
             raise ValueError(f"{source}: invalid http system configuration: {listed}")
-        body = block.get("body", DEFAULT_BODY)
+        method = str(block.get("method", "POST")).upper()
+        body = block.get("body", None if method == "GET" else DEFAULT_BODY)
         selectors = {**DEFAULT_SELECTORS, **{k: block[k] for k in SELECTOR_KEYS if k in block}}
         numbers = {k: block.get(k, default) for k, (default, _, _) in NUMBER_KEYS.items()}
         return cls(
             url=block["url"],
-            method=str(block.get("method", "POST")).upper(),
+            method=method,
             headers=dict(block.get("headers") or {}),
             body=json.loads(body) if isinstance(body, str) else body,
             params=dict(block.get("params") or {}),
@@ -175,7 +177,7 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
     if not isinstance(method, str) or method.upper() not in METHODS:
         problems.append(("http.method", f"must be one of {', '.join(METHODS)}, got {method!r}"))
     problems += _header_problems(block.get("headers"))
-    if "body" in block:
+    if block.get("body") is not None:
         if isinstance(method, str) and method.upper() == "GET":
             problems.append(("http.body", "a GET request has no body: use params"))
         problems += _body_problems(block["body"])

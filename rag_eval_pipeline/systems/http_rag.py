@@ -223,7 +223,7 @@ class HttpRag:
         config = self.config
         params = {key: render_template(str(v), values) for key, v in config.params.items()}
         body = None
-        if config.method != "GET":
+        if config.body is not None:
             body = json.dumps(render_template(config.body, values), ensure_ascii=False)
         try:
             request = client.build_request(
