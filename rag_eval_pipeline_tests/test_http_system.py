@@ -250,7 +250,9 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "  method: FETCH\n"
         "  headers:\n"
         "    Authorization: Bearer ${OPENAI_API_KEY}\n"
-        "  body: {query: $question, extra: $secret_sauce}\n"
+        "    X Spaced: fine\n"
+        '    X-Injected: "a\\r\\nX-Evil: 1"\n'
+        "  body: {query: $question, extra: $secret_sauce, 2024-01-01: date}\n"
         "  answer: $..[\n"
         "  timeout_s: 0\n"
         "  retries: 3\n"
@@ -262,6 +264,9 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "http.url",
         "http.method",
         "http.headers.Authorization",
+        "http.headers.X Spaced",
+        "http.headers.X-Injected",
+        "http.body",
         "http.body.extra",
         "http.answer",
         "http.timeout_s",
@@ -272,10 +277,13 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
     assert "'FETCH'" in found["http.method"][1]
     assert found["http.headers.Authorization"][0] == 6
     assert "${OPENAI_API_KEY}" in found["http.headers.Authorization"][1]
+    assert "'X Spaced'" in found["http.headers.X Spaced"][1]
+    assert "X-Evil" in found["http.headers.X-Injected"][1]
+    assert "datetime.date(2024, 1, 1)" in found["http.body"][1]
     assert "'$secret_sauce'" in found["http.body.extra"][1]
     assert "'$..['" in found["http.answer"][1]
     assert "got 0" in found["http.timeout_s"][1]
-    assert found["http.retries"][0] == 10
+    assert found["http.retries"][0] == 12
 
 
 def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:
@@ -294,6 +302,8 @@ def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:
     operator_file.write_text("url: https://user:pw@rag.example:8443/v1/ask?key=k#top\n")
     chosen = resolve_http_config(dataset_block, block_source="x", config_file=str(operator_file))
     assert chosen.system_name == "https://rag.example:8443/v1/ask"  # the file replaced the block
+    with_password = HttpSystemConfig.from_mapping({"url": "http://u:pw-0123456789@h/a"}, "x")
+    assert HttpRag(with_password).secrets == ("pw-0123456789",)
     with pytest.raises(ValueError, match=r"'Authorization' references .*RAG_EVAL_HTTP_TOKEN, not"):
         header_secrets({"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}"}, {})
 

@@ -19,9 +19,10 @@ overridable by `RAG_EVAL_SYSTEM_URL`) holds:
   `contexts` (every match, a matched list flattened; defaults `$.retrieved_doc_ids`,
   `$.contexts`), and optional `retrieval_latency_ms`, `generation_latency_ms`,
   `generator_model`;
-- `timeout_s` per attempt (30), `max_concurrency` requests in flight (4), `max_retries` (3),
-  `backoff_base_s` (1.0), `breaker_failures` (5, 0: off) and the system's `name` (default: the
-  URL without credentials, query or fragment).
+- `timeout_s` per attempt (30: each wait to connect, send or read, and the whole reply body),
+  `max_concurrency` requests in flight (4), `max_retries` (3), `backoff_base_s` (1.0),
+  `breaker_failures` (5, 0: off) and the system's `name` (default: the URL without
+  credentials, query or fragment).
 
 `http_config_problems` lists what is wrong with a block as (key, problem) pairs, the problem
 naming the offending value; `HttpSystemConfig.from_mapping` raises them as one `ValueError`
@@ -73,6 +74,8 @@ NUMBER_KEYS = {  # key: (default, smallest allowed value, integer); timeout_s mu
 }
 KEYS = ("url", "method", "headers", "body", "params", "name", *SELECTOR_KEYS, *NUMBER_KEYS)
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _VARIABLE_NAME = re.compile(rf"{HEADER_VARIABLE_PREFIX}[A-Z0-9_]+")
 _WHOLE_PLACEHOLDER = re.compile(r"\$(?:([_a-z][_a-z0-9]*)|\{([_a-z][_a-z0-9]*)\})", re.I)
 
@@ -252,8 +255,11 @@ def _header_problems(headers: object) -> list[tuple[str, str]]:
     problems = []
     for name, value in headers.items():
         key = f"http.headers.{name}"
-        if not isinstance(value, str):
-            problems.append((key, f"must be text, got {value!r}"))
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            problems.append((key, f"is not a valid header name: {name!r}"))
+            continue
+        if not isinstance(value, str) or _CONTROL.search(value):
+            problems.append((key, f"must be one line of text, got {value!r}"))
             continue
         bad = [v for v in referenced_variables(value) if not _VARIABLE_NAME.fullmatch(v)]
         if bad:
@@ -281,7 +287,12 @@ def _body_problems(body: object) -> list[tuple[str, str]]:
 def _template_problems(template: Any, path: str) -> list[tuple[str, str]]:
     """Every string of `template` must be a valid `string.Template` over `PLACEHOLDERS`."""
     if isinstance(template, Mapping):
-        return [p for k, v in template.items() for p in _template_problems(v, f"{path}.{k}")]
+        keys = [
+            (f"http.{path}", f"has a key that is not text: {key!r}")
+            for key in template
+            if not isinstance(key, str)
+        ]
+        return keys + [p for k, v in template.items() for p in _template_problems(v, f"{path}.{k}")]
     if isinstance(template, list):
         return [p for i, v in enumerate(template) for p in _template_problems(v, f"{path}[{i}]")]
     if isinstance(template, float) and not math.isfinite(template):

@@ -16,7 +16,8 @@ or `circuit breaker open`, with a short, escaped snippet of the reply); the run 
 error rows have no latency. Retrieval and generation latencies come from the reply when their
 selectors are configured.
 
-Secrets: the resolved header values (and the variables they reference) are redacted by value
+Secrets: the resolved header values (and the variables they reference, and a password in the
+URL) are redacted by value
 from every error text, and replaced by `***` in answers, ids and contexts too (a service that
 echoes its token writes no token into the warehouse); error texts also go through
 `llm.secrets.redact`.
@@ -34,6 +35,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -128,7 +130,8 @@ class HttpRag:
             for template in config.headers.values()
             for name in referenced_variables(template)
         ]
-        self.secrets = secret_values([*self.headers.values(), *referenced], environ={})
+        password = urlsplit(config.url).password
+        self.secrets = secret_values([*self.headers.values(), *referenced, password], environ={})
         self.name = self._redact(config.system_name)
         self.texts = corpus_texts(corpus)
         self.selectors = config.compiled_selectors()
