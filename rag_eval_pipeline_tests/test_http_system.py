@@ -21,8 +21,9 @@ import pytest
 import yaml
 from dagster import DagsterInstance, materialize
 
-from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
+from rag_eval_pipeline.definitions import default_resources
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource, RagSystemResource
@@ -306,6 +307,33 @@ def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:
     assert HttpRag(with_password).secrets == ("pw-0123456789",)
     with pytest.raises(ValueError, match=r"'Authorization' references .*RAG_EVAL_HTTP_TOKEN, not"):
         header_secrets({"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}"}, {})
+
+
+def test_the_environment_chooses_and_configures_the_http_system(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAG_EVAL_SYSTEM", "http")
+    monkeypatch.setenv("RAG_EVAL_SYSTEM_URL", "http://127.0.0.1:9/ask")
+    rag_system = default_resources()["rag_system"]
+    empty = pd.DataFrame(columns=["query_id", "question"])
+    plain = GoldenDataset("v", empty, empty)
+    config = rag_system.http_for(plain)
+    assert (config.url, config.body, config.selectors["answer"]) == (
+        "http://127.0.0.1:9/ask",
+        {"question": "$question", "session_id": "$session_id", "turn": "$turn"},
+        "$.answer",
+    )
+    declared = GoldenDataset("v", empty, empty, manifest=DatasetManifest(system="logged"))
+    assert rag_system.http_for(declared) is None  # the version's own `system` wins
+    operator_file = tmp_path / "http.yaml"
+    operator_file.write_text("url: http://10.0.0.1/x\nanswer: $.reply\ntimeout_s: 2\n")
+    monkeypatch.setenv("RAG_EVAL_SYSTEM_HTTP", str(operator_file))
+    config = default_resources()["rag_system"].http_for(plain)
+    assert (config.url, config.selectors["answer"], config.timeout_s) == (
+        "http://127.0.0.1:9/ask",  # RAG_EVAL_SYSTEM_URL still replaces the url
+        "$.reply",
+        2,
+    )
 
 
 def test_the_manifest_keeps_the_http_block(tmp_path: Path) -> None:
