@@ -35,7 +35,7 @@ from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.systems.http_config import (
     HttpSystemConfig,
-    header_secrets,
+    resolve_headers,
     resolve_http_config,
 )
 from rag_eval_pipeline.systems.http_rag import (
@@ -306,7 +306,7 @@ def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:
     with_password = HttpSystemConfig.from_mapping({"url": "http://u:pw-0123456789@h/a"}, "x")
     assert HttpRag(with_password).secrets == ("pw-0123456789",)
     with pytest.raises(ValueError, match=r"'Authorization' references .*RAG_EVAL_HTTP_TOKEN, not"):
-        header_secrets({"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}"}, {})
+        resolve_headers({"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}"}, {})
 
 
 def test_the_environment_chooses_and_configures_the_http_system(

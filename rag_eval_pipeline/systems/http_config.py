@@ -204,7 +204,7 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
     return problems
 
 
-def header_secrets(headers: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+def resolve_headers(headers: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
     """The header values with their `${RAG_EVAL_HTTP_*}` references replaced from `environ`;
     `ValueError` naming the header and the variable (never a value) when one is unset."""
     resolved = {}

@@ -52,9 +52,9 @@ from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.systems.http_config import (
     HttpSystemConfig,
-    header_secrets,
     referenced_variables,
     render_template,
+    resolve_headers,
 )
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, corpus_texts
 
@@ -124,7 +124,7 @@ class HttpRag:
     ) -> None:
         environ = os.environ if environ is None else environ
         self.config = config
-        self.headers = header_secrets(config.headers, environ)
+        self.headers = resolve_headers(config.headers, environ)
         referenced = [
             environ[name]
             for template in config.headers.values()
