@@ -22,6 +22,7 @@ from rag_eval_pipeline.evaluation.generation import (
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.judges.criteria import configured_criteria
+from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
@@ -89,8 +90,10 @@ def e2e_generations(
     if len(errors):
         context.log.warning(
             terminal_text(
-                f"{system.name}: {len(errors)} of {len(outputs)} question(s) are error rows; "
-                f"first: {errors.iloc[0]}"
+                redact(
+                    f"{system.name}: {len(errors)} of {len(outputs)} question(s) are error "
+                    f"rows; first: {errors.iloc[0]}"
+                )
             )
         )
     usage = system.usage.as_metadata() if isinstance(system, HttpRag) else {}
