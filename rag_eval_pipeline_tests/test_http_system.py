@@ -409,4 +409,5 @@ def test_tier3_and_tier1_through_dagster_against_the_loopback_service(
     written = b"".join(p.read_bytes() for p in warehouse.rglob("*") if p.is_file())
     events = json.dumps([str(e) for e in dagster_instance.all_logs(result.run_id)])
     assert written and SECRET.encode() not in written
+    assert "help-center-rag: 1 of 4 question(s) are error rows; first: HTTP 401" in events
     assert SECRET not in events and SECRET not in str(result.all_events)
