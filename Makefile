@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ir_metrics.py
 	$(BIN)/python benchmarks/embedding_quality.py
 	$(BIN)/python benchmarks/judge_throughput.py
+	$(BIN)/python benchmarks/http_system.py
 	$(BIN)/python benchmarks/tier1_scale.py
 	$(BIN)/python benchmarks/pipeline.py
 

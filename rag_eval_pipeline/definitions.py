@@ -42,6 +42,7 @@ from rag_eval_pipeline.settings import (
     JUDGE_MODEL_ENV,
     OFFLINE_MODEL,
 )
+from rag_eval_pipeline.systems.http_config import HTTP_CONFIG_ENV, HTTP_URL_ENV
 
 ALERT_WEBHOOK_ENV = "RAG_EVAL_ALERT_WEBHOOK"
 
@@ -76,6 +77,8 @@ def default_resources() -> dict[str, object]:
         "rag_system": RagSystemResource(
             kind=os.environ.get("RAG_EVAL_SYSTEM", "reference"),
             target=os.environ.get("RAG_EVAL_SYSTEM_TARGET"),
+            url=os.environ.get(HTTP_URL_ENV),
+            http_config=os.environ.get(HTTP_CONFIG_ENV),
             skip_top=int(os.environ.get("RAG_EVAL_SKIP_TOP", "0")),
         ),
     }

@@ -4,7 +4,8 @@
 relevance_level: 2   # trec_eval -l: grades >= 2 are relevant (default 1)
 split: dev           # BEIR folders: read qrels/<split>.tsv (default test)
 language: en         # the language of questions and documents (informational)
-system: logged       # the system under test for this version: reference, callable, logged
+system: logged       # the system under test: reference, callable, logged or http
+http: {url: ...}     # system http: endpoint, headers, body, selectors (docs/http-system.md)
 traffic_replay: true # logs.* hold one typical day: every date partition replays it on that date
 staged_change_days_ago: 3       # demo: the reference RAG's index, on the day 3 days before
 staged_change_drop: 0.15        # today (UTC), loses the relevant documents of 15% of questions
@@ -19,20 +20,24 @@ out of range are errors naming the key and its line, like any other dataset tabl
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
 from rag_eval_pipeline.datasets.versions import escapes_folder
+from rag_eval_pipeline.systems.http_config import http_config_problems
 
 MANIFEST_FILE = "dataset.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024
-SYSTEM_KINDS = ("reference", "callable", "logged")
+SYSTEM_KINDS = ("reference", "callable", "logged", "http")
 _SPLIT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _LANGUAGE_PATTERN = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
 
@@ -53,10 +58,12 @@ class DatasetManifest:
     traffic_replay: bool = False
     staged_change_days_ago: int | None = None
     staged_change_drop: float | None = None
+    http: Mapping[str, Any] | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """One row, stored with the version's tables by the `golden_dataset` asset."""
-        return pd.DataFrame([asdict(self)]).astype(
+        row = {**asdict(self), "http": None if self.http is None else json.dumps(self.http)}
+        return pd.DataFrame([row]).astype(
             {
                 "relevance_level": "int64",
                 "split": object,
@@ -65,6 +72,7 @@ class DatasetManifest:
                 "traffic_replay": bool,
                 "staged_change_days_ago": "Int64",
                 "staged_change_drop": "float64",
+                "http": object,
             }
         )
 
@@ -78,6 +86,7 @@ class DatasetManifest:
         values = {k: (None if pd.isna(v) else v) for k, v in row.items() if k in known}
         days_ago = values.get("staged_change_days_ago")
         drop = values.get("staged_change_drop")
+        http = values.get("http")
         return cls(
             **{
                 **values,
@@ -85,6 +94,7 @@ class DatasetManifest:
                 "traffic_replay": bool(values.get("traffic_replay") or False),
                 "staged_change_days_ago": None if days_ago is None else int(days_ago),
                 "staged_change_drop": None if drop is None else float(drop),
+                "http": None if http is None else json.loads(http),
             }
         )
 
@@ -98,15 +108,21 @@ class DatasetManifest:
 
 
 def _key_lines(text: str) -> dict[str, int]:
-    """1-based line of each top-level key of a YAML mapping (for error messages)."""
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    """1-based line of each key of a YAML mapping, nested keys as `outer.inner` (for error
+    messages)."""
+    return _node_key_lines(yaml.compose(text, Loader=yaml.SafeLoader), "")
+
+
+def _node_key_lines(node: yaml.Node | None, prefix: str) -> dict[str, int]:
     if not isinstance(node, yaml.MappingNode):
         return {}
-    return {
-        str(key.value): key.start_mark.line + 1
-        for key, _ in node.value
-        if isinstance(key, yaml.ScalarNode)
-    }
+    lines: dict[str, int] = {}
+    for key, value in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            name = f"{prefix}{key.value}"
+            lines[name] = key.start_mark.line + 1
+            lines.update(_node_key_lines(value, f"{name}."))
+    return lines
 
 
 def _check(key: str, value: object) -> str | None:
@@ -171,6 +187,11 @@ def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]
         if name not in known:
             message = f"unknown setting {name!r} (known: {', '.join(sorted(known))})"
             issues.append(ValidationIssue(MANIFEST_FILE, message, line=line))
+        elif name == "http":
+            issues += [
+                ValidationIssue(MANIFEST_FILE, problem, column=key, line=lines.get(key, line))
+                for key, problem in http_config_problems(value)
+            ]
         elif (problem := _check(name, value)) is not None:
             issues.append(ValidationIssue(MANIFEST_FILE, problem, column=name, line=line))
     if issues:

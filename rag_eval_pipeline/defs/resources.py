@@ -30,6 +30,7 @@ from rag_eval_pipeline.settings import (
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
 from rag_eval_pipeline.systems.generators import Generator, LLMGenerator, OfflineGenerator
+from rag_eval_pipeline.systems.http_config import HttpSystemConfig, resolve_http_config
 
 
 class DatasetsResource(ConfigurableResource):
@@ -87,14 +88,18 @@ class RagSystemResource(ConfigurableResource):
     """The system under test.
 
     `kind`: `reference` (built-in dense retriever + the generator LLM), `callable` (`target` =
-    `package.module:function`, called with each question), or `logged` (the dataset's
-    `answers` table). `top_k` documents go to the generator; `retrieval_depth` documents per
-    query are kept for the IR metrics; `skip_top` drops the best documents (fault injection:
-    the demo's "degraded system" switch, `RAG_EVAL_SKIP_TOP`).
+    `package.module:function`, called with each question), `logged` (the dataset's
+    `answers` table) or `http` (a service, see `systems.http_config`; `url` and `http_config`
+    come from `RAG_EVAL_SYSTEM_URL` and `RAG_EVAL_SYSTEM_HTTP`). `top_k` documents go to the
+    generator; `retrieval_depth` documents per query are kept for the IR metrics; `skip_top`
+    drops the best documents (fault injection: the demo's "degraded system" switch,
+    `RAG_EVAL_SKIP_TOP`).
     """
 
     kind: str = "reference"
     target: str | None = None
+    url: str | None = None
+    http_config: str | None = None
     top_k: int = 3
     retrieval_depth: int = 100
     skip_top: int = 0
@@ -102,6 +107,19 @@ class RagSystemResource(ConfigurableResource):
     def kind_for(self, dataset: GoldenDataset) -> str:
         """The system that evaluates `dataset`: its `dataset.yaml` `system`, else `kind`."""
         return dataset.manifest.system or self.kind
+
+    def http_for(self, dataset: GoldenDataset) -> HttpSystemConfig | None:
+        """For an `http` system, its configuration: the file `http_config`
+        (`RAG_EVAL_SYSTEM_HTTP`) else the `http:` block of `dataset.yaml`, its url replaced by
+        `url` (`RAG_EVAL_SYSTEM_URL`) when set; None for the other kinds."""
+        if self.kind_for(dataset) != "http":
+            return None
+        return resolve_http_config(
+            dataset.manifest.http,
+            block_source=f"dataset version {dataset.version!r}: dataset.yaml",
+            config_file=self.http_config,
+            url=self.url,
+        )
 
 
 class LLMResource(ConfigurableResource):

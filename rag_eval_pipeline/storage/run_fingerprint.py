@@ -9,9 +9,9 @@ on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itse
 partition was already materialized successfully from identical inputs and its outputs are still
 in the warehouse.
 
-A user callable as system under test (``RAG_EVAL_SYSTEM=callable``, or ``system: callable`` in
-the version's ``dataset.yaml``) can change behind any fingerprint, so its partitions are never
-treated as unchanged.
+A user callable or HTTP service as system under test (``RAG_EVAL_SYSTEM=callable|http``, or
+``system: callable|http`` in the version's ``dataset.yaml``) can change behind any fingerprint,
+so its partitions are never treated as unchanged.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from rag_eval_pipeline.storage.warehouse import WarehouseStore
 CONFIG_DIR = PROJECT_ROOT / "config"
 ENV_PREFIX = "RAG_EVAL_"
 BASELINE_VERSION_ENV = "RAG_EVAL_BASELINE_VERSION"
-UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable"})
+UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable", "http"})
 
 
 def config_digest() -> str:

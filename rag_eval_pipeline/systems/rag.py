@@ -1,4 +1,4 @@
-"""Systems under test: the built-in reference RAG, a user's Python callable, or logged answers.
+"""Systems under test: the reference RAG, a user's Python callable, logged answers, or HTTP.
 
 Every system answers a table of questions with one row per question in `RAG_OUTPUT_COLUMNS`:
 the answer, the retrieved document ids and their texts, retrieval/generation/total latency, the
@@ -17,6 +17,7 @@ import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import Embedder, loading_seconds
 from rag_eval_pipeline.systems.generators import Generator
+from rag_eval_pipeline.systems.http_config import HttpSystemConfig
 from rag_eval_pipeline.systems.retrievers import dense_scores, document_texts, top_k_run
 
 RAG_OUTPUT_COLUMNS = [
@@ -115,6 +116,11 @@ class ReferenceRag:
         )[RAG_OUTPUT_COLUMNS]
 
 
+def corpus_texts(corpus: pd.DataFrame | None) -> dict[str, str]:
+    """Document id → text, for systems that return ids without their texts."""
+    return {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
+
+
 def load_callable(target: str) -> Callable[[str], Mapping[str, Any]]:
     """Import `package.module:function`, with a clear error when it cannot be found."""
     module_name, _, attribute = target.partition(":")
@@ -138,9 +144,7 @@ class CallableRag:
     def __init__(self, target: str, corpus: pd.DataFrame | None = None) -> None:
         self.function = load_callable(target)
         self.name = target
-        self.texts = (
-            {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
-        )
+        self.texts = corpus_texts(corpus)
 
     def _row(self, query_id: str, question: str) -> dict[str, Any]:
         start = time.perf_counter()
@@ -182,9 +186,7 @@ class LoggedRag:
         self, answers: pd.DataFrame, corpus: pd.DataFrame | None, name: str = "logged"
     ) -> None:
         self.answers = answers.drop_duplicates("query_id", keep="last").set_index("query_id")
-        self.texts = (
-            {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
-        )
+        self.texts = corpus_texts(corpus)
         self.name = name
 
     def answer(self, queries: pd.DataFrame) -> pd.DataFrame:
@@ -224,10 +226,11 @@ def build_rag_system(
     embedder: Embedder,
     generator: Generator,
     target: str | None = None,
+    http: HttpSystemConfig | None = None,
     top_k: int = 3,
     skip_top: int = 0,
 ) -> RagSystem:
-    """The system under test for `kind` (`reference`, `callable` or `logged`)."""
+    """The system under test for `kind` (`reference`, `callable`, `logged` or `http`)."""
     if kind == "reference":
         if corpus is None:
             raise ValueError("the reference RAG needs a corpus")
@@ -240,4 +243,10 @@ def build_rag_system(
         if answers is None:
             raise ValueError("rag_system kind 'logged' needs an answers.* table in the dataset")
         return LoggedRag(answers, corpus)
-    raise ValueError(f"unknown rag_system kind {kind!r}: use reference, callable or logged")
+    if kind == "http":
+        if http is None:
+            raise ValueError("rag_system kind 'http' needs its http configuration")
+        from rag_eval_pipeline.systems.http_rag import HttpRag  # imports this module
+
+        return HttpRag(http, corpus)
+    raise ValueError(f"unknown rag_system kind {kind!r}: use reference, callable, logged or http")

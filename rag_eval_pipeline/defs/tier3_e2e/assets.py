@@ -22,9 +22,12 @@ from rag_eval_pipeline.evaluation.generation import (
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.judges.criteria import configured_criteria
+from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
+from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.systems.http_rag import HttpRag
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus
 
@@ -37,8 +40,9 @@ E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GRO
     group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
     description=(
-        "The system under test (reference RAG, your callable, or logged answers) answers every "
-        "question: answer, retrieved documents, retrieval/generation/total latency."
+        "The system under test (reference RAG, your callable, your HTTP service, or logged "
+        "answers) answers every question: answer, retrieved documents, "
+        "retrieval/generation/total latency."
     ),
 )
 def e2e_generations(
@@ -75,17 +79,30 @@ def e2e_generations(
         embedder=model,
         generator=generator,
         target=rag_system.target,
+        http=rag_system.http_for(dataset),
         top_k=rag_system.top_k,
         skip_top=rag_system.skip_top,
     )
     outputs = system.answer(dataset.queries)
     truths = dataset.queries.set_index("query_id").get("ground_truth_answer")
     outputs["ground_truth_answer"] = outputs["query_id"].map(truths) if truths is not None else None
+    errors = outputs["error"].dropna()
+    if len(errors):
+        context.log.warning(
+            terminal_text(
+                redact(
+                    f"{system.name}: {len(errors)} of {len(outputs)} question(s) are error "
+                    f"rows; first: {errors.iloc[0]}"
+                )
+            )
+        )
+    usage = system.usage.as_metadata() if isinstance(system, HttpRag) else {}
     context.add_output_metadata(
         {
             "system": MetadataValue.text(system.name),
             "n_questions": MetadataValue.int(len(outputs)),
-            "n_errors": MetadataValue.int(int(outputs["error"].notna().sum())),
+            "n_errors": MetadataValue.int(len(errors)),
+            **{f"http_{name}": MetadataValue.int(value) for name, value in usage.items()},
             "top_k": MetadataValue.int(rag_system.top_k),
             "skip_top": MetadataValue.int(rag_system.skip_top),
             "staged_change_questions": MetadataValue.int(len(staged)),

@@ -1,0 +1,366 @@
+"""The system under test behind HTTP: one request per question, its JSON reply → one output row.
+
+`HttpRag.answer` sends every question as configured (`systems.http_config`), at most
+`max_concurrency` requests in flight; the questions of one session go one after another in
+`turn` order (a stateful service sees its conversation in order), sessions in parallel.
+
+Each question is one call, retried as `retry_delay` decides (the one place of the retry policy):
+timeouts, connection errors, 408 and 5xx replies are retried with exponential backoff and
+jitter; a 429 waits at least its `Retry-After` (capped at 60 s); any other status and an
+unusable reply are final. After `breaker_failures` failed attempts in a row the remaining
+questions are not sent (the LLM client's circuit breaker). A question that still fails is an
+error row (`error` starts with `timeout`, `connection error`, `HTTP <status>`, `invalid reply`
+or `circuit breaker open`, with a short, escaped snippet of the reply); the run goes on.
+
+`total_latency_ms` is the wall time of the attempt that succeeded (request sent → reply read);
+error rows have no latency. Retrieval and generation latencies come from the reply when their
+selectors are configured.
+
+Secrets: the resolved header values (and the variables they reference, and a password in the
+URL) are redacted by value
+from every error text, and replaced by `***` in answers, ids and contexts too (a service that
+echoes its token writes no token into the warehouse); error texts also go through
+`llm.secrets.redact`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.llm.client import (
+    MAX_BACKOFF_S,
+    MAX_ERROR_CHARS,
+    CircuitBreaker,
+    backoff_delay,
+    retry_after_s,
+)
+from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
+from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.systems.http_config import (
+    HttpSystemConfig,
+    referenced_variables,
+    render_template,
+    resolve_headers,
+)
+from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, corpus_texts
+
+logger = logging.getLogger(__name__)
+
+MAX_REPLY_BYTES = 16 << 20
+SNIPPET_CHARS = 200
+TIMEOUT, CONNECTION, STATUS, REPLY = "timeout", "connection error", "http", "invalid reply"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a failed call is repeated."""
+
+    max_retries: int = 3
+    backoff_base_s: float = 1.0
+
+
+@dataclass(frozen=True)
+class CallFailure:
+    """One failed attempt: `kind` is `TIMEOUT`, `CONNECTION`, `STATUS` (a non-2xx `status`) or
+    `REPLY` (a 2xx reply that cannot be used); `message` is already redacted and escaped."""
+
+    kind: str
+    message: str
+    status: int | None = None
+    retry_after_s: float | None = None
+
+
+def retry_delay(failure: CallFailure, attempt: int, policy: RetryPolicy) -> float | None:
+    """Seconds to wait before repeating a call whose attempt number `attempt` (1-based) failed,
+    or None when the failure is final: out of retries, or not transient. Transient: timeouts,
+    connection errors, 408, 429 and 5xx; a 429 (or 503) waits at least its `Retry-After`."""
+    if attempt > policy.max_retries:
+        return None
+    status = failure.status
+    transient = failure.kind in (TIMEOUT, CONNECTION) or (
+        status is not None and (status in (408, 429) or status >= 500)
+    )
+    if not transient:
+        return None
+    asked = min(MAX_BACKOFF_S, failure.retry_after_s or 0.0)
+    return max(backoff_delay(attempt, policy.backoff_base_s), asked)
+
+
+@dataclass
+class HttpUsage:
+    """What one `answer` call spent: requests sent (retries included), retries, error rows."""
+
+    calls: int = 0
+    retries: int = 0
+    errors: int = 0
+
+    def as_metadata(self) -> dict[str, int]:
+        """The counters as a flat dict, e.g. for Dagster output metadata."""
+        return asdict(self)
+
+
+class HttpRag:
+    """The user's system as an HTTP service (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: HttpSystemConfig,
+        corpus: pd.DataFrame | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        environ = os.environ if environ is None else environ
+        self.config = config
+        self.headers = resolve_headers(config.headers, environ)
+        referenced = [
+            environ[name]
+            for template in config.headers.values()
+            for name in referenced_variables(template)
+        ]
+        password = urlsplit(config.url).password
+        self.secrets = secret_values([*self.headers.values(), *referenced, password], environ={})
+        self.name = self._redact(config.system_name)
+        self.texts = corpus_texts(corpus)
+        self.selectors = config.compiled_selectors()
+        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s)
+        self.usage = HttpUsage()
+        self.breaker = CircuitBreaker(config.breaker_failures)
+        self._lock = threading.Lock()
+
+    def answer(self, queries: pd.DataFrame) -> pd.DataFrame:
+        """One row per question (`RAG_OUTPUT_COLUMNS`), in the order of `queries`."""
+        self.usage = HttpUsage()
+        values = request_values(queries)
+        rows: list[dict[str, Any]] = [{} for _ in values]
+        limits = httpx.Limits(max_connections=self.config.max_concurrency)
+        timeout = httpx.Timeout(self.config.timeout_s)
+        with (
+            httpx.Client(headers=self.headers, timeout=timeout, limits=limits) as client,
+            ThreadPoolExecutor(self.config.max_concurrency, "http-system") as pool,
+        ):
+
+            def answer_session(indices: list[int]) -> None:
+                for index in indices:
+                    rows[index] = self._row(client, values[index])
+
+            for done in [pool.submit(answer_session, s) for s in session_order(values)]:
+                done.result()
+        frame = pd.DataFrame(rows, columns=RAG_OUTPUT_COLUMNS)
+        self.usage.errors = int(frame["error"].notna().sum())
+        return frame
+
+    def _row(self, client: httpx.Client, values: Mapping[str, Any]) -> dict[str, Any]:
+        outcome = self._call(client, values)
+        row: dict[str, Any] = {
+            "system": self.name,
+            "query_id": values["query_id"],
+            "question": values["question"],
+            "answer": None,
+            "retrieved_doc_ids": [],
+            "contexts": [],
+            "retrieval_latency_ms": np.nan,
+            "generation_latency_ms": np.nan,
+            "total_latency_ms": np.nan,
+            "generator_model": self.name,
+            "error": None,
+        }
+        if isinstance(outcome, str):
+            return {**row, "error": outcome}
+        reply, latency_ms = outcome
+        fields = self._fields(reply)
+        if isinstance(fields, str):
+            return {**row, "error": fields}
+        return {**row, **fields, "total_latency_ms": latency_ms}
+
+    def _call(self, client: httpx.Client, values: Mapping[str, Any]) -> tuple[Any, float] | str:
+        """The parsed reply to one question and the latency of the attempt that got it, or the
+        error text of the last failed attempt."""
+        attempt = 0
+        while True:
+            with self._lock:
+                if self.breaker.is_open:
+                    self.breaker.skipped += 1
+                    return self._redact(self.breaker.message)
+                self.usage.calls += 1
+                self.usage.retries += int(attempt > 0)
+            attempt += 1
+            started = time.perf_counter()
+            outcome = self._attempt(client, values, started)
+            latency_ms = (time.perf_counter() - started) * 1000
+            failure = outcome if isinstance(outcome, CallFailure) else None
+            with self._lock:
+                opened = self.breaker.record(None if failure is None else failure.message)
+            if opened:
+                logger.warning("%s: %s", self.name, self._redact(self.breaker.message))
+            if failure is None:
+                return outcome, latency_ms
+            delay = retry_delay(failure, attempt, self.policy)
+            if delay is None:
+                return f"{failure.message} ({attempt} attempt{'s' * (attempt > 1)})"
+            logger.info(
+                "%s attempt %d failed, retrying in %.2fs: %s",
+                self.name,
+                attempt,
+                delay,
+                failure.message,
+            )
+            time.sleep(delay)
+
+    def _attempt(
+        self, client: httpx.Client, values: Mapping[str, Any], started: float
+    ) -> Any | CallFailure:
+        """Send the request once and read at most `MAX_REPLY_BYTES` of its reply."""
+        config = self.config
+        params = {key: render_template(str(v), values) for key, v in config.params.items()}
+        body = None
+        if config.body is not None:
+            body = json.dumps(render_template(config.body, values), ensure_ascii=False)
+        try:
+            request = client.build_request(
+                config.method,
+                config.url,
+                params={k: "" if v is None else str(v) for k, v in params.items()} or None,
+                content=None if body is None else body.encode("utf-8"),
+                headers=None if body is None else {"Content-Type": "application/json"},
+            )
+            response = client.send(request, stream=True)
+            try:
+                content = self._read(response, started)
+            finally:
+                response.close()
+        except httpx.TimeoutException:
+            return self._timeout()
+        except httpx.DecodingError as error:
+            return CallFailure(REPLY, self._redact(f"{REPLY}: {_describe(error)}"))
+        except httpx.RequestError as error:
+            return CallFailure(CONNECTION, self._redact(f"{CONNECTION}: {_describe(error)}"))
+        if isinstance(content, CallFailure):
+            return content
+        if not response.is_success:
+            status_error = httpx.HTTPStatusError("", request=request, response=response)
+            return CallFailure(
+                STATUS,
+                f"HTTP {response.status_code}: {self._snippet(content)}",
+                status=response.status_code,
+                retry_after_s=retry_after_s(status_error),
+            )
+        try:
+            return json.loads(content)
+        except (ValueError, RecursionError):
+            return CallFailure(REPLY, f"{REPLY}: not JSON: {self._snippet(content)}")
+
+    def _read(self, response: httpx.Response, started: float) -> bytes | CallFailure:
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_REPLY_BYTES:
+                return CallFailure(REPLY, f"{REPLY}: larger than {MAX_REPLY_BYTES >> 20} MiB")
+            if time.perf_counter() - started > self.config.timeout_s:
+                return self._timeout()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _timeout(self) -> CallFailure:
+        return CallFailure(TIMEOUT, f"{TIMEOUT}: no reply within {self.config.timeout_s:g} s")
+
+    def _fields(self, reply: Any) -> dict[str, Any] | str:
+        """The output columns the selectors find in `reply`, or the error text when the answer
+        is missing."""
+        found = {key: [m.value for m in path.find(reply)] for key, path in self.selectors.items()}
+        answers = [a for a in found.get("answer", []) if a is not None]
+        if not answers:
+            selector = self.config.selectors.get("answer")
+            return f"{REPLY}: the answer selector {selector} matched nothing"
+        doc_ids = [self._scrub(_text(v)) for v in _flattened(found.get("retrieved_doc_ids", []))]
+        contexts = [self._scrub(_text(v)) for v in _flattened(found.get("contexts", []))]
+        models = found.get("generator_model") or [self.name]
+        return {
+            "answer": self._scrub(_text(answers[0])),
+            "retrieved_doc_ids": doc_ids,
+            "contexts": contexts or [self.texts.get(d, "") for d in doc_ids],
+            "retrieval_latency_ms": _number(found.get("retrieval_latency_ms", [])),
+            "generation_latency_ms": _number(found.get("generation_latency_ms", [])),
+            "generator_model": self._scrub(_text(models[0])),
+        }
+
+    def _snippet(self, content: bytes) -> str:
+        """The start of a reply, secrets redacted first, as one escaped line."""
+        text = self._redact(content.decode("utf-8", errors="replace"))
+        short = text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else "")
+        return terminal_text(json.dumps(short, ensure_ascii=False))
+
+    def _scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def _redact(self, text: str) -> str:
+        return redact(self._scrub(text))[:MAX_ERROR_CHARS]
+
+
+def request_values(queries: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per question, the template values: `question`, `query_id`, `session_id` (text or None)
+    and `turn` (an integer or None)."""
+    count = len(queries)
+    sessions = queries["session_id"] if "session_id" in queries else pd.Series([None] * count)
+    turns = queries["turn"] if "turn" in queries else pd.Series([None] * count)
+    return [
+        {
+            "question": str(question),
+            "query_id": str(query_id),
+            "session_id": None if pd.isna(session) else str(session),
+            "turn": None if pd.isna(turn) else int(turn),
+        }
+        for question, query_id, session, turn in zip(
+            queries["question"], queries["query_id"], sessions, turns, strict=True
+        )
+    ]
+
+
+def session_order(values: list[dict[str, Any]]) -> list[list[int]]:
+    """The questions grouped into what must run in sequence: each session's in `turn` order
+    (then table order), every question without a session on its own; groups in table order."""
+    groups: dict[object, list[int]] = {}
+    for index, value in enumerate(values):
+        key = ("session", value["session_id"]) if value["session_id"] is not None else index
+        groups.setdefault(key, []).append(index)
+
+    def turn(index: int) -> float:
+        value = values[index]["turn"]
+        return math.inf if value is None else value
+
+    return [sorted(indices, key=turn) for indices in groups.values()]
+
+
+def _flattened(matches: list[Any]) -> list[Any]:
+    """The matched values, a matched list contributing its items; nulls dropped."""
+    items = [item for match in matches for item in (match if isinstance(match, list) else [match])]
+    return [item for item in items if item is not None]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _number(matches: list[Any]) -> float:
+    value = matches[0] if matches else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return np.nan
+    return float(value)
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -1,0 +1,413 @@
+"""The system under test over HTTP, against a real service on 127.0.0.1 (`rag_service`).
+
+Each failure class of the retry policy meets the real thing: a slow service (timeout), one that
+answers 500 (retried, then an error row), 500 once then 200 (succeeds), 401 (not retried), 429
+with Retry-After (waited for), a reply that is not JSON; a secret header never appears in any
+output; a hostile question keeps the request body valid JSON; sessions go in turn order within
+the concurrency bound. One test materializes Tier 3 and Tier 1 on the system's ids through
+Dagster on a real instance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from dagster import DagsterInstance, materialize
+
+from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
+from rag_eval_pipeline.definitions import default_resources
+from rag_eval_pipeline.defs.dataset.assets import golden_dataset
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.resources import DatasetsResource, RagSystemResource
+from rag_eval_pipeline.defs.tier1_retrieval.system_under_test import (
+    system_retrieval_metrics,
+    system_retrieval_quality,
+)
+from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.systems.http_config import (
+    HttpSystemConfig,
+    resolve_headers,
+    resolve_http_config,
+)
+from rag_eval_pipeline.systems.http_rag import (
+    CONNECTION,
+    REPLY,
+    STATUS,
+    TIMEOUT,
+    CallFailure,
+    HttpRag,
+    RetryPolicy,
+    retry_delay,
+)
+from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS
+from rag_eval_pipeline_tests.conftest import evaluation_resources
+from rag_eval_pipeline_tests.rag_service import RagService, run_rag_service
+
+SECRET = "tok-5f3a9c1e77d24b08a6e1"
+ENVIRON = {"RAG_EVAL_HTTP_TOKEN": SECRET}
+HOSTILE = 'He said "hi" \\ }{ ],\n\t$question ${turn} $$ \u2028 ünïcødé 🚀 \x00 </script>'
+DOCUMENTS = {"What is a bucket?": ["d1", "d2"], "Who pays?": ["d3"], HOSTILE: ["d2"]}
+
+
+def block(url: str, **overrides: Any) -> dict[str, Any]:
+    """An `http:` block for the test service: nested selectors, a templated body, a secret."""
+    return {
+        "url": url,
+        "headers": {"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}", "X-Client": "rag-eval"},
+        "body": {
+            "query": "$question",
+            "session": "$session_id",
+            "turn": "$turn",
+            "meta": {"text": "q=$question", "id": "${query_id}", "fixed": [1, True, None]},
+        },
+        "answer": "$.data.answer",
+        "retrieved_doc_ids": "$.data.sources[*].id",
+        "contexts": "$.data.sources[*].text",
+        "retrieval_latency_ms": "$.timing.retrieval_ms",
+        "timeout_s": 0.4,
+        "max_retries": 2,
+        "backoff_base_s": 0.01,
+        "max_concurrency": 4,
+        **overrides,
+    }
+
+
+def http_system(url: str, **overrides: Any) -> HttpRag:
+    return HttpRag(HttpSystemConfig.from_mapping(block(url, **overrides), "test"), None, ENVIRON)
+
+
+def queries(*questions: str, **columns: list[Any]) -> pd.DataFrame:
+    ids = [f"q{i}" for i in range(1, len(questions) + 1)]
+    return pd.DataFrame({"query_id": ids, "question": list(questions), **columns})
+
+
+def requests_for(service: RagService, question: str) -> list[Any]:
+    return [r for r in service.requests if r.body and r.body.get("query") == question]
+
+
+def test_answers_ids_contexts_latency_and_the_rendered_body() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        system = http_system(service.url)
+        out = system.answer(
+            queries("What is a bucket?", "Who pays?", session_id=["s1", None], turn=[2, None])
+        )
+    assert list(out.columns) == RAG_OUTPUT_COLUMNS
+    assert out["error"].isna().all()
+    assert out["retrieved_doc_ids"].tolist() == [["d1", "d2"], ["d3"]]
+    assert out["contexts"].tolist() == [["text of d1", "text of d2"], ["text of d3"]]
+    assert out["answer"].tolist() == [
+        "echo What is a bucket? (auth ***)",
+        "echo Who pays? (auth ***)",
+    ]
+    assert (out["total_latency_ms"] > 0).all() and (out["total_latency_ms"] < 400).all()
+    assert out["retrieval_latency_ms"].tolist() == [12.5, 12.5]
+    assert out["system"].unique().tolist() == [service.url]
+    first = requests_for(service, "What is a bucket?")[0]
+    assert first.body == {
+        "query": "What is a bucket?",
+        "session": "s1",
+        "turn": 2,
+        "meta": {"text": "q=What is a bucket?", "id": "q1", "fixed": [1, True, None]},
+    }
+    assert first.headers["authorization"] == f"Bearer {SECRET}"
+    assert first.headers["content-type"] == "application/json"
+    assert requests_for(service, "Who pays?")[0].body["session"] is None
+    assert system.usage.as_metadata() == {"calls": 2, "retries": 0, "errors": 0}
+
+
+def test_a_hostile_question_keeps_the_body_valid_json() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        out = http_system(service.url).answer(queries(HOSTILE, turn=[1]))
+    (request,) = service.requests  # the service parsed the body as JSON, or it would be a 400
+    assert request.body["query"] == HOSTILE
+    assert request.body["meta"]["text"] == "q=" + HOSTILE
+    assert request.body["turn"] == 1
+    assert pd.isna(out.loc[0, "error"])
+    assert out.loc[0, "retrieved_doc_ids"] == ["d2"]
+
+
+def test_get_with_query_parameters() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        system = http_system(service.url, method="GET", body=None, params={"q": "$question"})
+        out = system.answer(queries("Who pays?"))
+    assert service.requests[0].query == "q=Who+pays%3F"
+    assert service.requests[0].body is None
+    assert out["retrieved_doc_ids"].tolist() == [["d3"]]
+
+
+def test_each_failure_class_becomes_an_error_row_and_the_run_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="rag_eval_pipeline.systems.http_rag")
+    asked = ["Who pays?", "slow: a", "fail: b", "flaky: c", "auth: d", "garbage: e"]
+    with run_rag_service(DOCUMENTS) as service:
+        system = http_system(service.url, breaker_failures=0)
+        out = system.answer(queries(*asked)).set_index("question")
+        counts = {question: service.count(question) for question in asked}
+    errors = out["error"]
+    assert errors[["Who pays?", "flaky: c"]].isna().all()
+    assert out.loc["flaky: c", "answer"] == "echo flaky: c (auth ***)"
+    assert errors["slow: a"] == "timeout: no reply within 0.4 s (3 attempts)"
+    assert errors["fail: b"] == 'HTTP 500: "{\\"error\\": \\"internal error\\"}" (3 attempts)'
+    assert errors["auth: d"] == (
+        'HTTP 401: "{\\"error\\": \\"bad credentials: ***\\"}" (1 attempt)'
+    )
+    assert errors["garbage: e"] == 'invalid reply: not JSON: "<html>not json</html>" (1 attempt)'
+    assert counts == {
+        "Who pays?": 1,
+        "slow: a": 3,
+        "fail: b": 3,
+        "flaky: c": 2,
+        "auth: d": 1,
+        "garbage: e": 1,
+    }
+    failed = ["slow: a", "fail: b", "auth: d", "garbage: e"]
+    assert out.loc[failed, "answer"].isna().all()
+    assert out.loc[failed, "total_latency_ms"].isna().all()
+    assert system.usage.as_metadata() == {"calls": 11, "retries": 5, "errors": 4}
+    assert "retrying" in caplog.text
+    outputs = out.reset_index().to_json() + caplog.text + json.dumps(counts)
+    assert SECRET not in outputs
+
+
+def test_429_waits_for_retry_after() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        out = http_system(service.url).answer(queries("rate: x"))
+    first, second = service.requests
+    assert second.started_at - first.started_at >= 0.95  # Retry-After: 1, backoff 0.01 s
+    assert pd.isna(out.loc[0, "error"])
+
+
+def test_the_circuit_breaker_stops_calling_a_failing_service() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        system = http_system(service.url, max_retries=0, max_concurrency=1, breaker_failures=2)
+        out = system.answer(queries(*(f"fail: {i}" for i in range(5))))
+    assert len(service.requests) == 2
+    assert out["error"].str.startswith("HTTP 500").sum() == 2
+    assert out["error"].str.startswith("circuit breaker open after 2 failed calls").sum() == 3
+
+
+def test_an_unreachable_service_is_a_connection_error_row() -> None:
+    with run_rag_service() as service:
+        url = service.url
+    out = http_system(url, max_retries=1).answer(queries("Who pays?"))
+    assert out.loc[0, "error"].startswith("connection error: ConnectError")
+    assert out.loc[0, "error"].endswith("(2 attempts)")
+
+
+def test_concurrency_is_bounded_and_sessions_go_in_turn_order() -> None:
+    sessions = ["s1", "s1", "s1", *[None] * 9]
+    turns = [3, 1, 2, *[None] * 9]
+    asked = [f"session {t}" for t in turns[:3]] + [f"single {i}" for i in range(9)]
+    with run_rag_service(delay_s=0.05) as service:
+        system = http_system(service.url, max_concurrency=3, timeout_s=5)
+        out = system.answer(queries(*asked, session_id=sessions, turn=turns))
+    assert out["question"].tolist() == asked
+    assert out["error"].isna().all()
+    assert service.max_in_flight == 3
+    session = [r for r in service.requests if r.body["session"] == "s1"]
+    assert [r.body["turn"] for r in session] == [1, 2, 3]
+    assert all(b.started_at >= a.finished_at for a, b in itertools.pairwise(session))
+
+
+@pytest.mark.parametrize(
+    ("failure", "expected"),
+    [
+        (CallFailure(TIMEOUT, "timeout"), "retry"),
+        (CallFailure(CONNECTION, "connection error"), "retry"),
+        (CallFailure(STATUS, "HTTP 503", status=503), "retry"),
+        (CallFailure(STATUS, "HTTP 408", status=408), "retry"),
+        (CallFailure(STATUS, "HTTP 429", status=429, retry_after_s=7.0), 7.0),
+        (CallFailure(STATUS, "HTTP 429", status=429, retry_after_s=600.0), 60.0),
+        (CallFailure(STATUS, "HTTP 401", status=401), None),
+        (CallFailure(STATUS, "HTTP 404", status=404), None),
+        (CallFailure(REPLY, "invalid reply"), None),
+    ],
+)
+def test_retry_delay_by_failure_class(failure: CallFailure, expected: object) -> None:
+    policy = RetryPolicy(max_retries=2, backoff_base_s=0.5)
+    delay = retry_delay(failure, 1, policy)
+    if expected == "retry":
+        assert delay is not None and 0.25 <= delay <= 0.5
+    else:
+        assert delay == expected
+    assert retry_delay(failure, 3, policy) is None  # out of retries
+
+
+def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None:
+    (tmp_path / "dataset.yaml").write_text(
+        "system: http\n"
+        "http:\n"
+        "  url: ftp://example.com/ask\n"
+        "  method: FETCH\n"
+        "  headers:\n"
+        "    Authorization: Bearer ${OPENAI_API_KEY}\n"
+        "    X Spaced: fine\n"
+        '    X-Injected: "a\\r\\nX-Evil: 1"\n'
+        "  body: {query: $question, extra: $secret_sauce, 2024-01-01: date}\n"
+        "  answer: $..[\n"
+        "  timeout_s: 0\n"
+        "  retries: 3\n"
+    )
+    manifest, issues = read_manifest(tmp_path)
+    assert manifest == DatasetManifest()
+    found = {issue.column: (issue.line, str(issue)) for issue in issues}
+    assert set(found) == {
+        "http.url",
+        "http.method",
+        "http.headers.Authorization",
+        "http.headers.X Spaced",
+        "http.headers.X-Injected",
+        "http.body",
+        "http.body.extra",
+        "http.answer",
+        "http.timeout_s",
+        "http.retries",
+    }
+    assert all(text.startswith("dataset.yaml, line") for _, text in found.values())
+    assert found["http.url"][0] == 3 and "'ftp://example.com/ask'" in found["http.url"][1]
+    assert "'FETCH'" in found["http.method"][1]
+    assert found["http.headers.Authorization"][0] == 6
+    assert "${OPENAI_API_KEY}" in found["http.headers.Authorization"][1]
+    assert "'X Spaced'" in found["http.headers.X Spaced"][1]
+    assert "X-Evil" in found["http.headers.X-Injected"][1]
+    assert "datetime.date(2024, 1, 1)" in found["http.body"][1]
+    assert "'$secret_sauce'" in found["http.body.extra"][1]
+    assert "'$..['" in found["http.answer"][1]
+    assert "got 0" in found["http.timeout_s"][1]
+    assert found["http.retries"][0] == 12
+
+
+def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:
+    dataset_block = {"url": "http://127.0.0.1:9/a", "name": "my-rag"}
+    assert resolve_http_config(dataset_block, block_source="x").url == "http://127.0.0.1:9/a"
+    overridden = resolve_http_config(dataset_block, block_source="x", url="https://h.example/b")
+    assert (overridden.url, overridden.system_name) == ("https://h.example/b", "my-rag")
+    with pytest.raises(ValueError, match=r"dataset\.yaml: the http system needs a url.*URL"):
+        resolve_http_config(None, block_source="dataset.yaml")
+    with pytest.raises(ValueError, match=r"with RAG_EVAL_SYSTEM_URL.*http\.url.*'localhost:80'"):
+        resolve_http_config(dataset_block, block_source="x", url="localhost:80")
+    operator_file = tmp_path / "http.yaml"
+    operator_file.write_text("url: https://user:pw@rag.example/v1/ask?key=k#top\nmax_retries: -1\n")
+    with pytest.raises(ValueError, match=rf"{operator_file}.*http\.max_retries.*got -1"):
+        resolve_http_config(dataset_block, block_source="x", config_file=str(operator_file))
+    operator_file.write_text("url: https://user:pw@rag.example:8443/v1/ask?key=k#top\n")
+    chosen = resolve_http_config(dataset_block, block_source="x", config_file=str(operator_file))
+    assert chosen.system_name == "https://rag.example:8443/v1/ask"  # the file replaced the block
+    with_password = HttpSystemConfig.from_mapping({"url": "http://u:pw-0123456789@h/a"}, "x")
+    assert HttpRag(with_password).secrets == ("pw-0123456789",)
+    with pytest.raises(ValueError, match=r"'Authorization' references .*RAG_EVAL_HTTP_TOKEN, not"):
+        resolve_headers({"Authorization": "Bearer ${RAG_EVAL_HTTP_TOKEN}"}, {})
+
+
+def test_the_environment_chooses_and_configures_the_http_system(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAG_EVAL_SYSTEM", "http")
+    monkeypatch.setenv("RAG_EVAL_SYSTEM_URL", "http://127.0.0.1:9/ask")
+    rag_system = default_resources()["rag_system"]
+    empty = pd.DataFrame(columns=["query_id", "question"])
+    plain = GoldenDataset("v", empty, empty)
+    config = rag_system.http_for(plain)
+    assert (config.url, config.body, config.selectors["answer"]) == (
+        "http://127.0.0.1:9/ask",
+        {"question": "$question", "session_id": "$session_id", "turn": "$turn"},
+        "$.answer",
+    )
+    declared = GoldenDataset("v", empty, empty, manifest=DatasetManifest(system="logged"))
+    assert rag_system.http_for(declared) is None  # the version's own `system` wins
+    operator_file = tmp_path / "http.yaml"
+    operator_file.write_text("url: http://10.0.0.1/x\nanswer: $.reply\ntimeout_s: 2\n")
+    monkeypatch.setenv("RAG_EVAL_SYSTEM_HTTP", str(operator_file))
+    config = default_resources()["rag_system"].http_for(plain)
+    assert (config.url, config.selectors["answer"], config.timeout_s) == (
+        "http://127.0.0.1:9/ask",  # RAG_EVAL_SYSTEM_URL still replaces the url
+        "$.reply",
+        2,
+    )
+
+
+def test_the_manifest_keeps_the_http_block(tmp_path: Path) -> None:
+    (tmp_path / "dataset.yaml").write_text(
+        yaml.safe_dump({"system": "http", "http": block("http://127.0.0.1:9/ask")})
+    )
+    manifest, issues = read_manifest(tmp_path)
+    assert issues == []
+    assert manifest.system == "http"
+    assert DatasetManifest.from_frame(manifest.to_frame()) == manifest
+
+
+def write_tiny_dataset(folder: Path, url: str) -> None:
+    """Four questions (one answered 401), four documents, one relevant document each."""
+    folder.mkdir(parents=True)
+    corpus = [{"doc_id": f"d{i}", "text": f"Document {i} about topic {i}."} for i in range(1, 5)]
+    asked = ["What is a bucket?", "Who pays?", HOSTILE, "auth: who am I?"]
+    rows = [
+        {"query_id": f"q{i}", "question": q, "session_id": "s1" if i < 3 else None}
+        | {"turn": i if i < 3 else None}
+        for i, q in enumerate(asked, start=1)
+    ]
+    for name, records in (("corpus", corpus), ("queries", rows)):
+        lines = [json.dumps(record) for record in records]
+        (folder / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "qrels.csv").write_text(
+        "query_id,doc_id,relevance\nq1,d1,1\nq2,d2,1\nq3,d3,1\nq4,d4,1\n"
+    )
+    settings = {"system": "http", "http": block(url, timeout_s=5, name="help-center-rag")}
+    (folder / "dataset.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+
+
+def test_tier3_and_tier1_through_dagster_against_the_loopback_service(
+    dagster_instance: DagsterInstance,
+    embedder: Embedder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RAG_EVAL_HTTP_TOKEN", SECRET)
+    version, day = "http-tiny", "2026-11-21"
+    documents = {"What is a bucket?": ["d1", "d2"], "Who pays?": ["d9", "d2"], HOSTILE: ["d4"]}
+    with run_rag_service(documents) as service:
+        write_tiny_dataset(tmp_path / "datasets" / version, service.url)
+        assert load_dataset(tmp_path / "datasets" / version).manifest.system == "http"
+        dagster_instance.add_dynamic_partitions(DATASET_VERSION, [version])
+        result = materialize(
+            [golden_dataset, e2e_generations, system_retrieval_metrics, system_retrieval_quality],
+            partition_key=evaluation_partition_key(version, day),
+            instance=dagster_instance,
+            resources=evaluation_resources(
+                tmp_path,
+                embedder,
+                datasets=DatasetsResource(root=str(tmp_path / "datasets")),
+                rag_system=RagSystemResource(kind="reference"),  # dataset.yaml says http
+            ),
+        )
+    assert result.success
+    warehouse = tmp_path / "warehouse"
+    out = pd.read_parquet(warehouse / "e2e_generations" / version / f"{day}.parquet")
+    assert set(out["system"]) == {"help-center-rag"}
+    assert out["retrieved_doc_ids"].map(list).tolist() == [["d1", "d2"], ["d9", "d2"], ["d4"], []]
+    assert out["error"].isna().tolist() == [True, True, True, False]
+    assert out.loc[3, "error"].startswith("HTTP 401")
+    metadata = result.asset_materializations_for_node("e2e_generations")[0].metadata
+    assert metadata["n_errors"].value == 1
+    assert metadata["http_calls"].value == 4 and metadata["http_retries"].value == 0
+
+    per_query = pd.read_parquet(warehouse / "system_retrieval_metrics" / version / f"{day}.parquet")
+    mrr = per_query.set_index("query_id")["mrr"].to_dict()
+    assert mrr == {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": 0.0}
+    assert set(per_query["system"]) == {"help-center-rag"}
+
+    written = b"".join(p.read_bytes() for p in warehouse.rglob("*") if p.is_file())
+    events = json.dumps([str(e) for e in dagster_instance.all_logs(result.run_id)])
+    assert written and SECRET.encode() not in written
+    assert "help-center-rag: 1 of 4 question(s) are error rows; first: HTTP 401" in events
+    assert SECRET not in events and SECRET not in str(result.all_events)
