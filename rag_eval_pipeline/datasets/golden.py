@@ -294,11 +294,19 @@ def _check_references(
     queries = tables["queries"]
     if "turn" in queries.columns and "session_id" in queries.columns:
         orphan = (queries["turn"].notna() & queries["session_id"].isna()).to_numpy()
-        validators["queries"].report(orphan, "session_id", "a turn needs a session_id")
+        validators["queries"].report(
+            orphan, "session_id", "turn {value} needs a session_id", queries["turn"]
+        )
         sessions = queries.dropna(subset=["session_id"])
         repeated = sessions.duplicated(["session_id", "turn"]).reindex(queries.index)
         validators["queries"].report(
-            repeated.fillna(False).to_numpy(dtype=bool), "turn", "duplicate turn within a session"
+            repeated.fillna(False).to_numpy(dtype=bool),
+            "turn",
+            "duplicate turn within a session: {value}",
+            lambda position: (
+                f"session {queries['session_id'].iloc[position]}, "
+                f"turn {queries['turn'].iloc[position]}"
+            ),
         )
 
 
