@@ -81,7 +81,10 @@ def test_every_bad_jsonl_line_reports_its_own_line_number(version: Path) -> None
     )
     message = error_text(version)
     assert "queries.jsonl, row 2 (line 2): invalid JSON" in message
-    assert "queries.jsonl, row 3 (line 3): each line must be a JSON object" in message
+    assert "queries.jsonl, row 3 (line 3): each line must be a JSON object, found a JSON array" in (
+        message
+    )
+    assert "row 2 (line 2): invalid JSON: Expecting property name enclosed in double " in message
     assert "queries.jsonl, row 5 (line 6): invalid JSON" in message
 
 

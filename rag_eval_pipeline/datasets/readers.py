@@ -51,6 +51,14 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str | None]]:
 
 
 NOT_UTF8 = "not valid UTF-8 text (save the file as UTF-8)"
+JSON_TYPES = {
+    "list": "array",
+    "str": "string",
+    "int": "number",
+    "float": "number",
+    "NoneType": "null",
+    "bool": "boolean",
+}
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
@@ -68,9 +76,14 @@ def read_jsonl(path: Path) -> pd.DataFrame:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
-                problem = f"invalid JSON: {error.msg}"
+                problem = f"invalid JSON: {error.msg} at character {error.colno}"
             else:
-                problem = None if isinstance(record, dict) else "each line must be a JSON object"
+                found = JSON_TYPES.get(type(record).__name__, "value")
+                problem = (
+                    None
+                    if isinstance(record, dict)
+                    else f"each line must be a JSON object, found a JSON {found}"
+                )
         if problem:
             issues.append(ValidationIssue(path.name, problem, row, line=number))
             continue
