@@ -8,7 +8,8 @@ import pytest
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
-from rag_eval_pipeline.datasets.versions import scan_versions, validate_version_name, version_dir
+from rag_eval_pipeline.datasets.validity import scan_versions
+from rag_eval_pipeline.datasets.versions import validate_version_name, version_dir
 
 CORPUS = [
     {"doc_id": "d1", "title": "Keys", "text": "Rotate API keys every 90 days.", "cluster": "sec"},
@@ -221,7 +222,10 @@ def test_scan_reports_invalid_folders(version: Path) -> None:
     scan = scan_versions(root)
     assert scan.valid == ["v1", "v2"]
     assert "Invalid dataset version name" in scan.invalid["bad name"]
-    assert "missing required table file(s): queries, qrels" in scan.invalid["empty"]
+    assert scan.invalid["empty"] == (
+        "queries.* and qrels.*: required file is missing (a version holds queries.* and qrels.* "
+        "(or BEIR's qrels/<split>.tsv), or one ragas.* or deepeval.* table)"
+    )
 
 
 def test_shipped_scifact_version_is_valid() -> None:

@@ -43,7 +43,12 @@ from rag_eval_pipeline.datasets.versions import (
 )
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
+REQUIRED_TABLES = ("queries", "qrels")
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
+LAYOUTS = (
+    "a version holds queries.* and qrels.* (or BEIR's qrels/<split>.tsv), "
+    "or one ragas.* or deepeval.* table"
+)
 BEIR_RENAMES = {"corpus": beir_corpus, "queries": beir_queries}
 
 
@@ -173,13 +178,13 @@ def load_dataset(
         if manifest.system is None:
             manifest = replace(manifest, system="logged")
     else:
+        missing = [name for name in REQUIRED_TABLES if _table_path(folder, name, manifest) is None]
+        if missing:
+            files = " and ".join(f"{name}.*" for name in missing)
+            issues.append(ValidationIssue(files, f"required file is missing ({LAYOUTS})"))
         for name in ("queries", "qrels", *OPTIONAL_TABLES):
-            path = find_table_file(folder, name)
-            if path is None and name == "qrels":
-                path = _beir_qrels(folder, manifest.split)
+            path = _table_path(folder, name, manifest)
             if path is None:
-                if name in ("queries", "qrels"):
-                    issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
                 continue
             reader = read_qrels if name == "qrels" else read_table
             raw = _read(folder, path, reader, issues, limits)
@@ -232,6 +237,14 @@ def _read(
     except DatasetError as error:
         issues.extend(error.issues)
         return None
+
+
+def _table_path(folder: Path, name: str, manifest: DatasetManifest) -> Path | None:
+    """The file holding table `name`: `<name>.<ext>`, or BEIR's `qrels/<split>.tsv`."""
+    path = find_table_file(folder, name)
+    if path is None and name == "qrels":
+        return _beir_qrels(folder, manifest.split)
+    return path
 
 
 def _beir_qrels(folder: Path, split: str) -> Path | None:
