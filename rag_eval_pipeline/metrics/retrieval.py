@@ -58,8 +58,9 @@ from rag_eval_pipeline.metrics._ranking import (
     rank_judged_hits,
 )
 
-__all__ = ["DEFAULT_RETRIEVAL_METRICS", "RunScorer", "evaluate_run"]
+__all__ = ["DEFAULT_RETRIEVAL_METRICS", "JUDGED_K", "RunScorer", "evaluate_run"]
 
+JUDGED_K = 10  # the cutoff of the Tier 1 judged@k, and of the unjudged documents exported
 DEFAULT_RETRIEVAL_METRICS: tuple[str, ...] = (
     "hit_rate@1",
     "hit_rate@3",
@@ -81,7 +82,7 @@ DEFAULT_RETRIEVAL_METRICS: tuple[str, ...] = (
     "ndcg_exp@10",
     "map",
     "r_precision",
-    "judged@10",
+    f"judged@{JUDGED_K}",
 )
 
 _METRIC_NAME = re.compile(r"(?P<family>[a-z_]+)(?:@(?P<cutoff>[1-9][0-9]*))?")
