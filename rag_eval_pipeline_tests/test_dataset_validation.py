@@ -163,7 +163,7 @@ def test_malformed_trec_run_line(version: Path) -> None:
     (version / "runs").mkdir()
     (version / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2\n")
     assert (
-        "bm25.trec, row 2 (line 2): expected at least 6 whitespace-separated fields "
+        "runs/bm25.trec, row 2 (line 2): expected at least 6 whitespace-separated fields "
         "(query_id q0 doc_id rank score tag), found 4: 'q1 Q0 d2 2'"
     ) in error_text(version)
 
@@ -223,8 +223,9 @@ def test_scan_reports_invalid_folders(version: Path) -> None:
     assert scan.valid == ["v1", "v2"]
     assert "Invalid dataset version name" in scan.invalid["bad name"]
     assert scan.invalid["empty"] == (
-        "queries.* and qrels.*: required file is missing (a version holds queries.* and qrels.* "
-        "(or BEIR's qrels/<split>.tsv), or one ragas.* or deepeval.* table)"
+        "queries.*: required file is missing (a version holds queries.* and qrels.* "
+        "(or BEIR's qrels/<split>.tsv), or one ragas.* or deepeval.* table) "
+        "(and 1 more problem(s))"
     )
 
 

@@ -178,10 +178,9 @@ def load_dataset(
         if manifest.system is None:
             manifest = replace(manifest, system="logged")
     else:
-        missing = [name for name in REQUIRED_TABLES if _table_path(folder, name, manifest) is None]
-        if missing:
-            files = " and ".join(f"{name}.*" for name in missing)
-            issues.append(ValidationIssue(files, f"required file is missing ({LAYOUTS})"))
+        for name in REQUIRED_TABLES:
+            if _table_path(folder, name, manifest) is None:
+                issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
         for name in ("queries", "qrels", *OPTIONAL_TABLES):
             path = _table_path(folder, name, manifest)
             if path is None:
@@ -234,8 +233,11 @@ def _read(
         return None
     try:
         return reader(path)
-    except DatasetError as error:
-        issues.extend(error.issues)
+    except DatasetError as error:  # readers name the file; here it is named within the folder
+        issues.extend(
+            replace(issue, file=label) if issue.file == path.name else issue
+            for issue in error.issues
+        )
         return None
 
 
