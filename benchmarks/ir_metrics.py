@@ -59,6 +59,7 @@ PYTREC_NAMES: dict[str, str] = {
 RANX_NAMES: dict[str, str] = {
     name: name.replace("ndcg_exp", "ndcg_burges").replace("r_precision", "r-precision")
     for name in DEFAULT_RETRIEVAL_METRICS
+    if not name.startswith("judged@")  # ranx has no Judged@k (ir_measures has: tests)
 }
 CORPUS_SIZE = 1_000_003  # prime, so (start + i * step) % CORPUS_SIZE never repeats within a query
 

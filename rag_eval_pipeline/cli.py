@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
 
-from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
-from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits
+from rag_eval_pipeline.datasets.validity import version_verdict
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.settings import (
     DATASETS_DIR,
@@ -39,7 +39,6 @@ from rag_eval_pipeline.settings import (
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, Definitions
 
-    from rag_eval_pipeline.defs.resources import DatasetsResource
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -114,18 +113,18 @@ def open_instance() -> DagsterInstance:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Validate a dataset version folder and print its table sizes."""
-    try:
-        dataset = load_dataset(
-            Path(args.path), limits=DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS)
-        )
-    except (DatasetError, InvalidVersionName) as error:
-        print(terminal_text(error), file=sys.stderr)
+    """Validate a dataset version folder (the rule `rag-eval run` and the sensor apply) and
+    print its table sizes, or the line `rag-eval run` prints for it and every problem."""
+    verdict = version_verdict(Path(args.path), DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS))
+    if not verdict.valid:
+        print(terminal_text(verdict.refusal), file=sys.stderr)
+        for problem in verdict.problems if len(verdict.problems) > 1 else ():
+            print(terminal_text(f"  - {problem}"), file=sys.stderr)
         return 1
-    print(terminal_text(f"Dataset version '{dataset.version}' is valid:"))
-    for name, value in dataset.statistics().items():
+    print(terminal_text(f"Dataset version '{verdict.version}' is valid:"))
+    for name, value in verdict.statistics.items():
         print(terminal_text(f"  {name}: {value}"))
-    settings = dataset.manifest
+    settings = verdict.manifest
     system = settings.system or "from RAG_EVAL_SYSTEM"
     print(terminal_text(f"  relevance_level: {settings.relevance_level}, system: {system}"))
     return 0
@@ -147,33 +146,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_partition_date(days[0])
     selection = selected_assets_of(args.select, defs) if args.select else None
     datasets = DatasetsResource()
-    scan = datasets.scan()
-    for name, reason in scan.invalid.items():
-        print(terminal_text(f"skipping dataset folder {name!r}: {reason}"), file=sys.stderr)
-    versions = args.dataset_version or scan.valid
-    unknown = [v for v in versions if v not in scan.valid]
-    if unknown:
-        print(
-            terminal_text(f"unknown or invalid dataset version(s): {', '.join(unknown)}"),
-            file=sys.stderr,
-        )
-        return 2
-    instance = open_instance()
-    _fail_runs_of_dead_cli_processes(instance)
-    versions, problems = _register_valid_versions(
-        instance, datasets, versions, args.dataset_version or ()
+    verdicts = (
+        {version: datasets.verdict(version) for version in args.dataset_version}
+        if args.dataset_version
+        else datasets.scan().verdicts
     )
-    if problems and args.dataset_version:
+    for verdict in verdicts.values():
+        if not verdict.valid:
+            print(terminal_text(verdict.refusal), file=sys.stderr)
+    versions = [version for version, verdict in verdicts.items() if verdict.valid]
+    if args.dataset_version and len(versions) < len(verdicts):
         return 2
     if not versions:
-        count = len(scan.invalid) + len(problems)
         reason = (
-            f"all {count} folder(s) under {datasets.root} are invalid (reasons above)"
-            if count
+            f"all {len(verdicts)} folder(s) under {datasets.root} are invalid (reasons above)"
+            if verdicts
             else f"{datasets.root} holds no dataset folder"
         )
         print(terminal_text(f"no valid dataset version to evaluate: {reason}"), file=sys.stderr)
         return 2
+    instance = open_instance()
+    _fail_runs_of_dead_cli_processes(instance)
+    _register(instance, versions)
     if args.from_date:
         return _launch_backfill(instance, versions, args)
     if selection:
@@ -292,28 +286,14 @@ def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
         )
 
 
-def _register_valid_versions(
-    instance: DagsterInstance,
-    datasets: DatasetsResource,
-    versions: Sequence[str],
-    named: Sequence[str] = (),
-) -> tuple[list[str], dict[str, str]]:
-    """Validate the versions not registered yet, and the `named` ones (`--dataset-version`)
-    even when registered, since a registered folder may have broken since; register the valid
-    ones. Returns the versions to evaluate and the problems of those left out (one line printed
-    for each)."""
+def _register(instance: DagsterInstance, versions: Sequence[str]) -> None:
+    """Register the (valid) versions that are not dataset_version partitions yet."""
     from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
-    checked = [v for v in versions if v not in registered or v in named]
-    problems = {v: p for v in checked if (p := datasets.problem(v))}
-    for version, problem in problems.items():
-        print(terminal_text(f"invalid dataset version {version!r}: {problem}"), file=sys.stderr)
-    valid = [v for v in versions if v not in problems]
-    new = [v for v in valid if v not in registered]
+    new = [v for v in versions if v not in registered]
     if new:
         instance.add_dynamic_partitions(DATASET_VERSION, new)
-    return valid, problems
 
 
 def _materialize_date(
@@ -562,11 +542,15 @@ def _launch_backfill(
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
     """Print the scorecard of one or more versions on a date, as a table or JSON."""
-    from rag_eval_pipeline.datasets.versions import scan_versions
+    from rag_eval_pipeline.datasets.versions import VERSION_NAME_PATTERN, version_folders
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
-    versions = args.dataset_version or scan_versions(DATASETS_DIR).valid
+    versions = args.dataset_version or [
+        folder.name
+        for folder in version_folders(DATASETS_DIR)
+        if VERSION_NAME_PATTERN.fullmatch(folder.name)
+    ]
     found = [store.read_scorecard(version, args.date) for version in versions]
     present = [frame for frame in found if frame is not None]
     if not present:

@@ -423,7 +423,7 @@ def test_rag_eval_run_where_every_folder_is_invalid_exits_2(tmp_path: Path) -> N
     (root / "bad name").mkdir()
     stderr = rag_eval(tmp_path, tmp_path / "home", "run", exit_code=2)
     lines = stderr.strip().splitlines()
-    assert lines[0].startswith("skipping dataset folder 'bad name': ")
+    assert lines[0].startswith("invalid dataset version 'bad name': Invalid dataset version name")
     assert lines[1] == (
         "invalid dataset version 'broken': qrels.csv, row 1 (line 2), column 'query_id': "
         "unknown id 'nope-42': not in queries"

@@ -8,7 +8,8 @@ import pytest
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
-from rag_eval_pipeline.datasets.versions import scan_versions, validate_version_name, version_dir
+from rag_eval_pipeline.datasets.validity import scan_versions
+from rag_eval_pipeline.datasets.versions import validate_version_name, version_dir
 
 CORPUS = [
     {"doc_id": "d1", "title": "Keys", "text": "Rotate API keys every 90 days.", "cluster": "sec"},
@@ -81,7 +82,10 @@ def test_every_bad_jsonl_line_reports_its_own_line_number(version: Path) -> None
     )
     message = error_text(version)
     assert "queries.jsonl, row 2 (line 2): invalid JSON" in message
-    assert "queries.jsonl, row 3 (line 3): each line must be a JSON object" in message
+    assert "queries.jsonl, row 3 (line 3): each line must be a JSON object, found a JSON array" in (
+        message
+    )
+    assert "row 2 (line 2): invalid JSON: Expecting property name enclosed in double " in message
     assert "queries.jsonl, row 5 (line 6): invalid JSON" in message
 
 
@@ -117,7 +121,9 @@ def test_empty_text_is_rejected(version: Path) -> None:
 def test_non_integer_relevance_is_rejected(version: Path, grade: str) -> None:
     (version / "qrels.csv").write_text(f"query_id,doc_id,relevance\nq1,d1,{grade}\n")
     message = error_text(version)
-    assert "qrels.csv, row 1 (line 2), column 'relevance'" in message
+    assert f"qrels.csv, row 1 (line 2), column 'relevance': not a valid int value: '{grade}'" in (
+        message
+    )
 
 
 def test_any_integer_grade_is_accepted_like_trec_eval(version: Path) -> None:
@@ -156,9 +162,35 @@ def test_trec_and_beir_qrels_and_runs(version: Path) -> None:
 def test_malformed_trec_run_line(version: Path) -> None:
     (version / "runs").mkdir()
     (version / "runs" / "bm25.trec").write_text("q1 Q0 d1 1 2.5 bm25\nq1 Q0 d2 2\n")
-    assert "bm25.trec, row 2 (line 2): expected 6 whitespace-separated fields" in error_text(
-        version
+    assert (
+        "runs/bm25.trec, row 2 (line 2): expected at least 6 whitespace-separated fields "
+        "(query_id q0 doc_id rank score tag), found 4: 'q1 Q0 d2 2'"
+    ) in error_text(version)
+
+
+def test_run_fields_after_the_sixth_are_ignored_as_trec_eval_does(version: Path) -> None:
+    (version / "runs").mkdir()
+    # The layout of trec_eval's test/results.trunc: text after the run tag on some lines.
+    (version / "runs" / "trunc.trec").write_text(
+        "q1 Q0 d1 99 2.138276 STANDARD more junk at\nq1 Q0 d2 98 1.5 STANDARD\n"
+        "q2  Q0 d2 1 0.5 STANDARD x\n"
     )
+    runs = load_dataset(version).runs.to_pandas()
+    assert runs[["query_id", "doc_id", "rank", "score"]].values.tolist() == [
+        ["q1", "d1", 99, 2.138276],
+        ["q1", "d2", 98, 1.5],
+        ["q2", "d2", 1, 0.5],
+    ]
+    assert runs["system"].unique().tolist() == ["trunc"]
+
+
+def test_a_qrels_line_with_a_fifth_field_is_refused_as_trec_eval_does(version: Path) -> None:
+    (version / "qrels.csv").unlink()
+    (version / "qrels.trec").write_text("q1 0 d1 1\nq2 0 d2 1 extra\n")
+    assert (
+        "qrels.trec, row 2 (line 2): expected 4 whitespace-separated fields "
+        "(query_id iteration doc_id relevance), found 5: 'q2 0 d2 1 extra'"
+    ) in error_text(version)
 
 
 def test_run_referencing_unknown_doc(version: Path) -> None:
@@ -190,7 +222,11 @@ def test_scan_reports_invalid_folders(version: Path) -> None:
     scan = scan_versions(root)
     assert scan.valid == ["v1", "v2"]
     assert "Invalid dataset version name" in scan.invalid["bad name"]
-    assert "missing required table file(s): queries, qrels" in scan.invalid["empty"]
+    assert scan.invalid["empty"] == (
+        "queries.*: required file is missing (a version holds queries.* and qrels.* "
+        "(or BEIR's qrels/<split>.tsv), or one ragas.* or deepeval.* table) "
+        "(and 1 more problem(s))"
+    )
 
 
 def test_shipped_scifact_version_is_valid() -> None:
@@ -246,7 +282,7 @@ def test_files_and_texts_over_the_limits_are_errors(version: Path) -> None:
     assert f"corpus.jsonl: {size:,} bytes, over the {size - 1:,}-byte limit" in str(caught.value)
     with pytest.raises(DatasetError) as caught:
         load_dataset(version, limits=DatasetLimits(max_text_chars=100))
-    assert "corpus.jsonl, row 3 (line 3), column 'text': text longer than 100 characters" in str(
+    assert "corpus.jsonl, row 3 (line 3), column 'text': text longer than 100 characters: '" in str(
         caught.value
     )
 

@@ -17,11 +17,7 @@ from dagster import (
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, defs
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.dataset.schedules import (
-    INVALID_VERSIONS_TAG,
-    daily_evaluation_schedule,
-    version_problem,
-)
+from rag_eval_pipeline.defs.dataset.schedules import INVALID_VERSIONS_TAG, daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
@@ -145,21 +141,21 @@ def test_schedule_skips_a_registered_version_that_no_longer_validates(
         assert [r.partition_key for r in repaired] == ["broken-v1|2026-11-22"]
 
 
-def test_schedule_does_not_reread_an_unchanged_folder(tmp_path: Path) -> None:
+def test_the_validity_verdict_is_not_reread_for_an_unchanged_folder(tmp_path: Path) -> None:
     root = tmp_path / "datasets"
     shutil.copytree(DATASETS_DIR / "demo-v1", root / "demo-v1")
     datasets = DatasetsResource(root=str(root))
-    assert version_problem(datasets, "demo-v1") is None
+    assert datasets.problem("demo-v1") is None
     queries = root / "demo-v1" / "queries.jsonl"
     stat = queries.stat()
     queries.write_bytes(b"x" * stat.st_size)
     os.utime(queries, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert version_problem(datasets, "demo-v1") is None
+    assert datasets.problem("demo-v1") is None
     os.utime(queries, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    assert "queries.jsonl" in version_problem(datasets, "demo-v1")
+    assert "queries.jsonl" in datasets.problem("demo-v1")
 
 
 def test_schedule_never_reads_outside_the_datasets_folder(tmp_path: Path) -> None:
     datasets = DatasetsResource(root=str(tmp_path / "datasets"))
-    problem = version_problem(datasets, "../demo-v1")
+    problem = datasets.problem("../demo-v1")
     assert problem is not None and "../demo-v1" in problem

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_SHOWN_CHARS = 60
+
+
+def shown_value(value: object) -> str:
+    """A value quoted for an error message, cut to `MAX_SHOWN_CHARS` characters."""
+    text = str(value)
+    if len(text) > MAX_SHOWN_CHARS:
+        text = text[:MAX_SHOWN_CHARS] + "…"
+    return repr(text)
+
 
 @dataclass(frozen=True)
 class ValidationIssue:

@@ -43,7 +43,12 @@ from rag_eval_pipeline.datasets.versions import (
 )
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
+REQUIRED_TABLES = ("queries", "qrels")
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
+LAYOUTS = (
+    "a version holds queries.* and qrels.* (or BEIR's qrels/<split>.tsv), "
+    "or one ragas.* or deepeval.* table"
+)
 BEIR_RENAMES = {"corpus": beir_corpus, "queries": beir_queries}
 
 
@@ -173,13 +178,12 @@ def load_dataset(
         if manifest.system is None:
             manifest = replace(manifest, system="logged")
     else:
+        for name in REQUIRED_TABLES:
+            if _table_path(folder, name, manifest) is None:
+                issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
         for name in ("queries", "qrels", *OPTIONAL_TABLES):
-            path = find_table_file(folder, name)
-            if path is None and name == "qrels":
-                path = _beir_qrels(folder, manifest.split)
+            path = _table_path(folder, name, manifest)
             if path is None:
-                if name in ("queries", "qrels"):
-                    issues.append(ValidationIssue(f"{name}.*", "required file is missing"))
                 continue
             reader = read_qrels if name == "qrels" else read_table
             raw = _read(folder, path, reader, issues, limits)
@@ -229,9 +233,20 @@ def _read(
         return None
     try:
         return reader(path)
-    except DatasetError as error:
-        issues.extend(error.issues)
+    except DatasetError as error:  # readers name the file; here it is named within the folder
+        issues.extend(
+            replace(issue, file=label) if issue.file == path.name else issue
+            for issue in error.issues
+        )
         return None
+
+
+def _table_path(folder: Path, name: str, manifest: DatasetManifest) -> Path | None:
+    """The file holding table `name`: `<name>.<ext>`, or BEIR's `qrels/<split>.tsv`."""
+    path = find_table_file(folder, name)
+    if path is None and name == "qrels":
+        return _beir_qrels(folder, manifest.split)
+    return path
 
 
 def _beir_qrels(folder: Path, split: str) -> Path | None:
@@ -294,11 +309,19 @@ def _check_references(
     queries = tables["queries"]
     if "turn" in queries.columns and "session_id" in queries.columns:
         orphan = (queries["turn"].notna() & queries["session_id"].isna()).to_numpy()
-        validators["queries"].report(orphan, "session_id", "a turn needs a session_id")
+        validators["queries"].report(
+            orphan, "session_id", "turn {value} needs a session_id", queries["turn"]
+        )
         sessions = queries.dropna(subset=["session_id"])
         repeated = sessions.duplicated(["session_id", "turn"]).reindex(queries.index)
         validators["queries"].report(
-            repeated.fillna(False).to_numpy(dtype=bool), "turn", "duplicate turn within a session"
+            repeated.fillna(False).to_numpy(dtype=bool),
+            "turn",
+            "duplicate turn within a session: {value}",
+            lambda position: (
+                f"session {queries['session_id'].iloc[position]}, "
+                f"turn {queries['turn'].iloc[position]}"
+            ),
         )
 
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyarrow import csv as pa_csv
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
 
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
 TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
@@ -51,6 +51,14 @@ def _text_lines(path: Path) -> Iterator[tuple[int, str | None]]:
 
 
 NOT_UTF8 = "not valid UTF-8 text (save the file as UTF-8)"
+JSON_TYPES = {
+    "list": "array",
+    "str": "string",
+    "int": "number",
+    "float": "number",
+    "NoneType": "null",
+    "bool": "boolean",
+}
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
@@ -68,9 +76,14 @@ def read_jsonl(path: Path) -> pd.DataFrame:
             try:
                 record = json.loads(text)
             except json.JSONDecodeError as error:
-                problem = f"invalid JSON: {error.msg}"
+                problem = f"invalid JSON: {error.msg} at character {error.colno}"
             else:
-                problem = None if isinstance(record, dict) else "each line must be a JSON object"
+                found = JSON_TYPES.get(type(record).__name__, "value")
+                problem = (
+                    None
+                    if isinstance(record, dict)
+                    else f"each line must be a JSON object, found a JSON {found}"
+                )
         if problem:
             issues.append(ValidationIssue(path.name, problem, row, line=number))
             continue
@@ -143,8 +156,9 @@ def whitespace_column_batches(
     Arrow's streaming CSV reader: memory holds one block, never the file, and no Python string
     objects. It applies when every line is a complete record with single-space (or single-tab)
     separators (the common case, and the only one that matters at 100M lines); anything else
-    (blank lines, runs of spaces, short or long lines, bad UTF-8) raises `IrregularLayout`,
-    possibly after some blocks were yielded (the line count is checked at the end).
+    (blank lines, runs of spaces, short or long lines, such as a run's fields after the sixth,
+    bad UTF-8) raises `IrregularLayout`, possibly after some blocks were yielded (the line
+    count is checked at the end).
     """
     text = pd.StringDtype("pyarrow", na_value=np.nan)  # what `dtype=str` reads as
     rows = 0
@@ -178,43 +192,53 @@ def whitespace_column_batches(
         raise IrregularLayout(path)
 
 
-def read_whitespace_columns(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+def read_whitespace_columns(
+    path: Path, columns: tuple[str, ...], extra_fields_ignored: bool = False
+) -> pd.DataFrame:
     """The whole file of :func:`whitespace_column_batches` (its fast path), or, for any other
-    layout, a line-by-line read that names each bad line."""
+    layout, a line-by-line read that names each bad line.
+
+    `extra_fields_ignored`: a line may carry fields after `columns`, which are dropped (what
+    trec_eval does with a run line's fields after the sixth); otherwise they are an error
+    (trec_eval refuses a qrels line with a fifth field)."""
     try:
         frames = list(whitespace_column_batches(path, columns))
     except IrregularLayout:
-        return _read_whitespace_lines(path, columns)
+        return _read_whitespace_lines(path, columns, extra_fields_ignored)
     if not frames:
-        return _read_whitespace_lines(path, columns)
+        return _read_whitespace_lines(path, columns, extra_fields_ignored)
     for block in frames:
         block.attrs = {}  # each block's own lines; the whole file's are set below
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return _with_lines(frame, np.arange(1, len(frame) + 1))
 
 
-def _read_whitespace_lines(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+def _read_whitespace_lines(
+    path: Path, columns: tuple[str, ...], extra_fields_ignored: bool
+) -> pd.DataFrame:
     rows: list[list[str]] = []
     lines: list[int] = []
     issues: list[ValidationIssue] = []
     row = 0
+    expected = f"{'at least ' if extra_fields_ignored else ''}{len(columns)}"
     for number, text in _text_lines(path):
         parts = [] if text is None else text.split()
         if text is not None and not parts:
             continue
         row += 1
-        if text is None or len(parts) != len(columns):
+        short = len(parts) < len(columns)
+        if text is None or short or (len(parts) > len(columns) and not extra_fields_ignored):
             problem = (
                 NOT_UTF8
                 if text is None
                 else (
-                    f"expected {len(columns)} whitespace-separated fields "
-                    f"({' '.join(columns)}), found {len(parts)}"
+                    f"expected {expected} whitespace-separated fields "
+                    f"({' '.join(columns)}), found {len(parts)}: {shown_value(text.strip())}"
                 )
             )
             issues.append(ValidationIssue(path.name, problem, row, line=number))
             continue
-        rows.append(parts)
+        rows.append(parts[: len(columns)])
         lines.append(number)
     if issues:
         raise DatasetError(str(path), issues)
@@ -247,8 +271,11 @@ def read_qrels(path: Path) -> pd.DataFrame:
 
 
 def read_trec_run(path: Path) -> pd.DataFrame:
-    """A TREC run `qid Q0 docid rank score tag`; the system name is the file stem."""
-    return _run_columns(read_whitespace_columns(path, TREC_RUN_COLUMNS), path)
+    """A TREC run `qid Q0 docid rank score tag`; the system name is the file stem. Fields after
+    the sixth are ignored, as trec_eval's `get_trec_results.c` does."""
+    return _run_columns(
+        read_whitespace_columns(path, TREC_RUN_COLUMNS, extra_fields_ignored=True), path
+    )
 
 
 def trec_run_batches(path: Path, block_bytes: int | None = None) -> Iterator[pd.DataFrame]:

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.datasets.errors import ValidationIssue, shown_value
 from rag_eval_pipeline.metrics.text import nested_quantifier
 from rag_eval_pipeline.metrics.traffic import satisfaction_scores
 
@@ -93,12 +93,12 @@ class TableValidator:
             text = message
             if values is not None:
                 value = values.iloc[position] if isinstance(values, pd.Series) else values(position)
-                text = message.format(value=_shown(value))
+                text = message.format(value=shown_value(value))
             self.issues.append(
                 ValidationIssue(self.file, text, self.first_row + int(position), column, line)
             )
         if len(rows) > MAX_ROWS_PER_ISSUE:
-            generic = message.replace(" {value}", "")
+            generic = message.replace(": {value}", "").replace(" {value}", "")
             self.issues.append(
                 ValidationIssue(
                     self.file,
@@ -145,13 +145,14 @@ class TableValidator:
             self.report(missing, column.name, "missing value")
         coerce = COERCERS[column.kind]
         converted, bad = coerce(values, missing)
-        self.report(bad, column.name, f"not a valid {column.kind} value")
+        self.report(bad, column.name, f"not a valid {column.kind} value: {{value}}", values)
         if column.kind in ("text", "texts"):
             too_long = (
                 ~missing & ~bad & (converted.map(_text_length).to_numpy() > self.max_text_chars)
             )
             limit = f"{self.max_text_chars:,}"
-            self.report(too_long, column.name, f"text longer than {limit} characters")
+            message = f"text longer than {limit} characters: {{value}}"
+            self.report(too_long, column.name, message, values)
         if column.kind == "regex":
             nested = ~missing & ~bad & converted.map(_nests_quantifiers).to_numpy(dtype=bool)
             message = "pattern {value} repeats a group holding a quantifier (nested quantifiers)"
@@ -161,7 +162,8 @@ class TableValidator:
             low = -np.inf if column.low is None else column.low
             high = np.inf if column.high is None else column.high
             out = ~missing & ~bad & ((numeric < low) | (numeric > high))
-            self.report(out, column.name, f"out of range [{column.low}, {column.high}]")
+            message = f"out of range [{column.low}, {column.high}]: {{value}}"
+            self.report(out, column.name, message, values)
         self.frame[column.name] = converted
 
     def check_references(self, column: str, known: set[str] | pd.Index, target: str) -> None:
@@ -199,17 +201,6 @@ class TableValidator:
             hint = " (an id that holds '|' needs a JSON list cell: [\"kb|001\"])"
         message = f"unknown id {{value}}: not in {target}{hint}"
         self.report(first_unknown.notna().to_numpy(), column, message, first_unknown)
-
-
-MAX_SHOWN_CHARS = 60
-
-
-def _shown(value: object) -> str:
-    """A value quoted for an error message, cut to `MAX_SHOWN_CHARS` characters."""
-    text = str(value)
-    if len(text) > MAX_SHOWN_CHARS:
-        text = text[:MAX_SHOWN_CHARS] + "…"
-    return repr(text)
 
 
 def shown_columns(columns: pd.Index) -> str:

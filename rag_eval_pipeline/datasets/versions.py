@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
 
 VERSION_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-REQUIRED_TABLES = ("queries", "qrels")
 
 
 def validate_version_name(name: str) -> str:
@@ -52,37 +50,13 @@ def escapes_folder(folder: Path, path: Path) -> bool:
     return not Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
-@dataclass(frozen=True)
-class VersionScan:
-    """The outcome of scanning the datasets folder: usable versions and rejected folders."""
-
-    valid: list[str]
-    invalid: dict[str, str]
-
-
-def scan_versions(datasets_root: Path) -> VersionScan:
-    """List version folders; a folder is valid if its name is safe and it has queries and qrels.
-
-    Full validation of the tables happens when a version is loaded; this scan is cheap enough to
-    run on every sensor tick.
-    """
-    valid: list[str] = []
-    invalid: dict[str, str] = {}
+def version_folders(datasets_root: Path) -> list[Path]:
+    """Every folder directly under `datasets_root` (hidden ones excepted), sorted by name;
+    whether each is a usable version is decided by `datasets.validity`."""
     root = Path(datasets_root)
     if not root.is_dir():
-        return VersionScan(valid, invalid)
-    for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        try:
-            validate_version_name(folder.name)
-        except InvalidVersionName as error:
-            invalid[folder.name] = str(error)
-            continue
-        missing = [t for t in REQUIRED_TABLES if find_table_file(folder, t) is None]
-        if missing:
-            invalid[folder.name] = f"missing required table file(s): {', '.join(missing)}"
-            continue
-        valid.append(folder.name)
-    return VersionScan(valid, invalid)
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
 def folder_signature(folder: Path) -> str:

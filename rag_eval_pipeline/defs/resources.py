@@ -4,15 +4,23 @@ Each resource is a thin, configurable wrapper around a library object, so every 
 in run config, the Launchpad or the environment without code changes.
 """
 
+from collections.abc import Collection
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 from dagster import ConfigurableResource
 
-from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
+from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
-from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
+from rag_eval_pipeline.datasets.validity import (
+    Verdict,
+    VersionScan,
+    refused,
+    scan_versions,
+    version_verdict,
+)
+from rag_eval_pipeline.datasets.versions import version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
@@ -41,22 +49,31 @@ class DatasetsResource(ConfigurableResource):
     max_file_mb: int = MAX_FILE_MB
     max_text_chars: int = MAX_TEXT_CHARS
 
-    def scan(self) -> VersionScan:
-        """Valid version folders and the reasons others were rejected."""
-        return scan_versions(Path(self.root))
+    @property
+    def limits(self) -> DatasetLimits:
+        """The bounds on what a version may hold."""
+        return DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
 
-    def load(self, version: str) -> GoldenDataset:
-        """Read and validate one version (raises `DatasetError` naming file, row, column)."""
-        limits = DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
-        return load_dataset(version_dir(Path(self.root), version), version, limits)
+    def scan(self, skip: Collection[str] = ()) -> VersionScan:
+        """The verdict on every version folder but those in `skip` (`scan_versions`)."""
+        return scan_versions(Path(self.root), self.limits, skip)
+
+    def verdict(self, version: str) -> Verdict:
+        """The verdict on one version (`version_verdict`); a name that would escape the
+        datasets folder is refused without reading anything."""
+        try:
+            folder = version_dir(Path(self.root), version)
+        except InvalidVersionName as error:
+            return refused(version, str(error))
+        return version_verdict(folder, self.limits)
 
     def problem(self, version: str) -> str | None:
         """Why `version` cannot be evaluated, in one line; None when it loads and validates."""
-        try:
-            self.load(version)
-        except (DatasetError, InvalidVersionName) as error:
-            return error.summary if isinstance(error, DatasetError) else str(error)
-        return None
+        return self.verdict(version).problem
+
+    def load(self, version: str) -> GoldenDataset:
+        """Read and validate one version (raises `DatasetError` naming file, row, column)."""
+        return load_dataset(version_dir(Path(self.root), version), version, self.limits)
 
 
 @cache

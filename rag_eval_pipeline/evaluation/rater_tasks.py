@@ -1,8 +1,9 @@
-"""The human loop: a seeded sample of the system's answers as the next judge-labels file."""
+"""The human loop: a seeded sample of the system's answers as the next judge-labels file, and
+the top-ranked documents the qrels do not judge yet as the next qrels to fill in."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ import pandas as pd
 from rag_eval_pipeline.evaluation.judging import HUMAN_CRITERIA
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+UNJUDGED_COLUMNS = ["query_id", "doc_id", "system", "rank"]
 CONTEXT_SEPARATOR = "\n\n---\n\n"
 
 
@@ -55,3 +57,73 @@ def rater_tasks(
         for rater in raters:
             tasks[f"human_{criterion}_{rater}"] = np.nan
     return tasks
+
+
+def unjudged_top_k(
+    runs: Iterable[pd.DataFrame],
+    qrels: pd.DataFrame,
+    k: int,
+    relevance_level: int = 1,
+    limit: int = 100,
+) -> tuple[pd.DataFrame, int]:
+    """The documents in the top `k` of each run that the qrels do not judge, as judging tasks:
+    `query_id, doc_id, system, rank`, and the count of such (system, query, document) rows.
+
+    Documents are ranked as the Tier 1 metrics rank them (trec_eval: float32 score descending,
+    ties by doc id descending) over the queries they score (those with a judgment graded
+    ≥ `relevance_level`), so these are the documents `judged@k` counts as unjudged. `runs`
+    (chunks with `system, query_id, doc_id, score`, each system's query in one chunk) is read
+    chunk by chunk. A document several systems retrieved is one task, under the system that
+    ranked it best (ties: the first system by name); the `limit` best-ranked tasks are kept
+    (ordered by rank, query, document), so memory holds one chunk plus `limit` tasks.
+    """
+    scored = pd.Index(qrels.loc[qrels["relevance"] >= relevance_level, "query_id"].astype(str))
+    judged = pd.MultiIndex.from_arrays([qrels["query_id"].astype(str), qrels["doc_id"].astype(str)])
+    tasks: pd.DataFrame | None = None
+    total = 0
+    for chunk in runs:
+        rows = chunk.assign(
+            query_id=chunk["query_id"].astype(str), doc_id=chunk["doc_id"].astype(str)
+        )
+        rows = rows[rows["query_id"].isin(scored)]
+        ordered = rows.assign(order=rows["score"].astype(np.float32)).sort_values(
+            ["system", "query_id", "order", "doc_id"],
+            ascending=[True, True, False, False],
+            kind="stable",
+        )
+        rank = ordered.groupby(["system", "query_id"], sort=False).cumcount() + 1
+        top = ordered[rank <= k].assign(rank=rank[rank <= k])
+        pairs = pd.MultiIndex.from_arrays([top["query_id"], top["doc_id"]])
+        unjudged = top.loc[~pairs.isin(judged), UNJUDGED_COLUMNS]
+        total += len(unjudged)
+        tasks = _best_tasks(unjudged if tasks is None else pd.concat([tasks, unjudged]), limit)
+    return (pd.DataFrame(columns=UNJUDGED_COLUMNS) if tasks is None else tasks), total
+
+
+def _best_tasks(tasks: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """One row per (query, document), its best rank's, the `limit` best-ranked ones."""
+    ordered = tasks.astype({"rank": "int64"}).sort_values(
+        ["rank", "query_id", "doc_id", "system"], kind="stable"
+    )
+    return ordered.drop_duplicates(["query_id", "doc_id"]).head(limit).reset_index(drop=True)
+
+
+def judging_tasks(
+    unjudged: pd.DataFrame, queries: pd.DataFrame, corpus: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The unjudged documents (:func:`unjudged_top_k`) as qrels rows to fill in: `query_id`,
+    `doc_id`, `system`, `rank`, the `question`, the document's `title` and `text` (empty
+    without a corpus), and an empty `relevance` (an integer grade, as in `qrels.*`). Text
+    cells, ids included, are made spreadsheet-safe (:func:`spreadsheet_safe`)."""
+    questions = queries.set_index(queries["query_id"].astype(str))["question"]
+    tasks = unjudged.assign(question=unjudged["query_id"].map(questions))
+    for column in ("title", "text"):
+        texts = (
+            corpus.set_index(corpus["doc_id"].astype(str))[column]
+            if corpus is not None and column in corpus.columns
+            else pd.Series(dtype=object)
+        )
+        tasks[column] = tasks["doc_id"].map(texts)
+    for column in ("query_id", "doc_id", "system", "question", "title", "text"):
+        tasks[column] = tasks[column].map(spreadsheet_safe)
+    return tasks.assign(relevance=None)

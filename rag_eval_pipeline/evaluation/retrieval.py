@@ -162,6 +162,15 @@ def system_under_test_run(generations: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def qrels_judged_runs(runs: TableBatches, generations: pd.DataFrame) -> Iterator[pd.DataFrame]:
+    """The runs judged with the version's qrels, chunk by chunk (each system's query whole):
+    every source of `runs` but the real users (judged by the shown document), then the
+    system under test's (:func:`system_under_test_run` of `generations`)."""
+    for chunk in query_chunks(runs.frames(), ["source", "system", "query_id"]):
+        yield chunk[chunk["source"] != "real_users"]
+    yield system_under_test_run(generations)
+
+
 def evaluate_system_under_test(
     generations: pd.DataFrame,
     qrels: pd.DataFrame,

@@ -1,7 +1,7 @@
 """Vectorized trec_eval ranking for the Tier 1 IR-metric kernel.
 
 Turns a qrels table and a run table into integer arrays: for every query with at least one
-relevant judgment, which judged documents (grade > 0) the run retrieved and at which rank.
+relevant judgment, which judged documents (any grade) the run retrieved and at which rank.
 Nothing here knows about individual metrics; :mod:`rag_eval_pipeline.metrics.retrieval`
 computes those.
 
@@ -56,11 +56,11 @@ _BIT_IN_BYTE = np.uint64(7)
 
 @dataclass(frozen=True)
 class Judgments:
-    """Judgments with a positive grade of the queries that have at least one relevant one.
+    """Every judgment of the queries that have at least one relevant one.
 
     A judgment is relevant when its grade is ≥ ``relevance_level`` (trec_eval ``-l``); every
-    positive grade is kept, because trec_eval's ``ndcg_cut`` gains the grade of any judged
-    document with a grade above 0, relevant or not.
+    grade is kept: trec_eval's ``ndcg_cut`` gains the grade of any judged document with a
+    grade above 0, relevant or not, and ``judged@k`` counts judged documents of any grade.
 
     ``query_ids`` holds those queries sorted; array entries refer to them by position (code).
     The per-judgment arrays are sorted by query code, then grade descending, so they also list
@@ -98,15 +98,19 @@ class Judgments:
 
 @dataclass(frozen=True)
 class RankedHits:
-    """Relevant documents at 0-based ranks, sorted by (query code, rank)."""
+    """Documents at 0-based ranks, sorted by (query code, rank), with their grades."""
 
     query: np.ndarray
     rank: np.ndarray
     grade: np.ndarray
 
+    def where(self, mask: np.ndarray) -> RankedHits:
+        """The entries selected by ``mask`` (order kept)."""
+        return RankedHits(query=self.query[mask], rank=self.rank[mask], grade=self.grade[mask])
+
 
 def load_judgments(qrels: pd.DataFrame, relevance_level: int = 1) -> Judgments:
-    """Validate ``qrels`` and keep the positive judgments of queries with a relevant one.
+    """Validate ``qrels`` and keep the judgments of queries with a relevant one.
 
     A grade ≥ ``relevance_level`` (an integer ≥ 1, trec_eval ``-l``) is relevant; lower grades
     (0, negative: trec_eval reads those as judged non-relevant) are not. Raises ``ValueError``
@@ -128,7 +132,7 @@ def load_judgments(qrels: pd.DataFrame, relevance_level: int = 1) -> Judgments:
 
     scored_queries = np.zeros(len(query_ids), dtype=bool)
     scored_queries[query_codes[grade >= relevance_level]] = True
-    kept = np.flatnonzero((grade >= 1) & scored_queries[query_codes])
+    kept = np.flatnonzero(scored_queries[query_codes])
     kept_queries, query = np.unique(query_codes[kept], return_inverse=True)
     by_query_then_grade = np.lexsort((-grade[kept], query))
     order = kept[by_query_then_grade]
@@ -142,7 +146,7 @@ def load_judgments(qrels: pd.DataFrame, relevance_level: int = 1) -> Judgments:
 
 
 def rank_judged_hits(run: pd.DataFrame, judgments: Judgments) -> RankedHits:
-    """Find the positively judged documents ``run`` retrieved and their trec_eval ranks.
+    """Find the judged documents ``run`` retrieved and their trec_eval ranks.
 
     Rows of queries outside ``judgments`` are ignored. Raises ``ValueError`` for missing
     columns or ids, NaN scores and repeated (query_id, doc_id) pairs, which trec_eval rejects.
@@ -361,7 +365,7 @@ def _judged_rows(
     judgments: Judgments,
     judged_pairs: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Run rows (ascending) whose (query, doc) has a kept judgment (grade > 0), and its grade.
+    """Run rows (ascending) whose (query, doc) has a judgment, and its grade.
 
     Candidate rows are paired with every judgment sharing their pair fingerprint (normally
     one or none), and a pair is kept only if query and doc id really match. Candidates are

@@ -28,6 +28,12 @@ equals what trec_eval 9.0.8 (as wrapped by ``pytrec_eval``) reports per query:
 * ``map``: average precision without cutoff: the sum of precision at the rank of each
   relevant retrieved document, divided by R (trec_eval ``map``).
 * ``r_precision``: relevant documents in the top R divided by R (trec_eval ``Rprec``).
+* ``judged@k``: documents in the top k that have a judgment of any grade (0 and negative
+  included), divided by the number of documents in the top k, which is k or, when the query
+  retrieved fewer, all of them; 0 when the run has nothing for the query (ir_measures
+  ``Judged@k``). A coverage figure, not quality: how much of what a system retrieves the
+  qrels can judge at all. Unlike ir_measures, queries without a relevant judgment are not
+  scored (as for every metric here), and ties are ordered as trec_eval orders them.
 
 Queries: only queries with at least one relevant judgment are scored (trec_eval gives the
 rest 0 on every metric but NDCG). Such a query that the run has no rows for scores 0 on every
@@ -52,8 +58,9 @@ from rag_eval_pipeline.metrics._ranking import (
     rank_judged_hits,
 )
 
-__all__ = ["DEFAULT_RETRIEVAL_METRICS", "RunScorer", "evaluate_run"]
+__all__ = ["DEFAULT_RETRIEVAL_METRICS", "JUDGED_K", "RunScorer", "evaluate_run"]
 
+JUDGED_K = 10  # the cutoff of the Tier 1 judged@k, and of the unjudged documents exported
 DEFAULT_RETRIEVAL_METRICS: tuple[str, ...] = (
     "hit_rate@1",
     "hit_rate@3",
@@ -75,6 +82,7 @@ DEFAULT_RETRIEVAL_METRICS: tuple[str, ...] = (
     "ndcg_exp@10",
     "map",
     "r_precision",
+    f"judged@{JUDGED_K}",
 )
 
 _METRIC_NAME = re.compile(r"(?P<family>[a-z_]+)(?:@(?P<cutoff>[1-9][0-9]*))?")
@@ -86,7 +94,9 @@ class _Evidence:
 
     ``hits`` are the relevant documents the run retrieved at their trec_eval ranks; ``gains``
     the retrieved documents with a grade > 0 (NDCG's gains); ``ideal`` is every query's ideal
-    ranking: all its judgments with a grade > 0, sorted by grade descending.
+    ranking: all its judgments with a grade > 0, sorted by grade descending; ``judged`` the
+    retrieved documents with any judgment; ``num_retrieved`` the run's documents per query
+    (counted only when ``judged@k`` is requested).
     """
 
     num_queries: int
@@ -94,6 +104,8 @@ class _Evidence:
     hits: RankedHits
     gains: RankedHits
     ideal: RankedHits
+    judged: RankedHits
+    num_retrieved: np.ndarray | None
 
 
 _MetricFunction = Callable[[_Evidence, int | None], np.ndarray]
@@ -121,7 +133,8 @@ def evaluate_run(
         qrels: Columns ``query_id``, ``doc_id`` and ``relevance`` (any integer grade; grades
             ≥ ``relevance_level`` are relevant, grades > 0 are the linear NDCG gain).
         metrics: Metric names, each ``hit_rate@k``, ``mrr``, ``mrr@k``, ``recall@k``,
-            ``precision@k``, ``ndcg@k``, ``ndcg_exp@k``, ``map`` or ``r_precision`` for any
+            ``precision@k``, ``ndcg@k``, ``ndcg_exp@k``, ``judged@k``, ``map`` or
+            ``r_precision`` for any
             integer k ≥ 1. The module docstring defines each, with its trec_eval measure.
             A single string is treated as one name.
         relevance_level: The lowest relevant grade, an integer ≥ 1 (trec_eval ``-l``).
@@ -165,6 +178,7 @@ class RunScorer:
             metric.name: np.zeros(self._judgments.num_queries) for metric in self._requested
         }
         self._seen = np.zeros(self._judgments.num_queries, dtype=bool)
+        self._counts_retrieved = any(m.compute is _judged_share for m in self._requested)
 
     def add(self, run: pd.DataFrame) -> None:
         """Score one chunk of the run (columns as in :func:`evaluate_run`)."""
@@ -181,20 +195,22 @@ class RunScorer:
             )
         self._seen[codes] = True
         judgments = self._judgments.restrict(codes)
-        gains = rank_judged_hits(run, judgments)
-        relevant = gains.grade >= judgments.relevance_level
+        judged = rank_judged_hits(run, judgments)
+        positive = judgments.grade > 0
         evidence = _Evidence(
             num_queries=judgments.num_queries,
             num_relevant=judgments.num_relevant().astype(np.float64),
-            hits=RankedHits(
-                query=gains.query[relevant], rank=gains.rank[relevant], grade=gains.grade[relevant]
-            ),
-            gains=gains,
+            hits=judged.where(judged.grade >= judgments.relevance_level),
+            gains=judged.where(judged.grade > 0),
             ideal=RankedHits(
-                query=judgments.query,
-                rank=_position_within_query(judgments.query),
-                grade=judgments.grade,
+                query=judgments.query[positive],
+                rank=_position_within_query(judgments.query[positive]),
+                grade=judgments.grade[positive],
             ),
+            judged=judged,
+            num_retrieved=_retrieved_per_query(run, judgments.query_ids)
+            if self._counts_retrieved
+            else None,
         )
         for metric in self._requested:
             self._values[metric.name][codes] = metric.compute(evidence, metric.cutoff)
@@ -203,6 +219,12 @@ class RunScorer:
         """One row per judged query, as :func:`evaluate_run` returns (unseen queries: 0)."""
         query_ids = pd.array(self._judgments.query_ids, dtype="str")
         return pd.DataFrame({"query_id": query_ids, **self._values})
+
+
+def _retrieved_per_query(run: pd.DataFrame, query_ids: pd.Index) -> np.ndarray:
+    """The number of run rows of each of ``query_ids``."""
+    counts = id_strings(run["query_id"]).value_counts()
+    return counts.reindex(query_ids, fill_value=0).to_numpy(dtype=np.int64)
 
 
 def _parse_metrics(names: list[str]) -> list[_Metric]:
@@ -312,6 +334,16 @@ def _r_precision(evidence: _Evidence, cutoff: int | None) -> np.ndarray:
     return counts / evidence.num_relevant
 
 
+def _judged_share(evidence: _Evidence, cutoff: int | None) -> np.ndarray:
+    """ir_measures ``Judged@k``: judged documents (any grade) among the top k, divided by the
+    number of documents in the top k (k, or fewer when fewer were retrieved); 0 when none."""
+    judged = evidence.judged
+    top = _within(judged, cutoff)
+    counts = np.bincount(judged.query[top], minlength=evidence.num_queries)
+    shown = np.minimum(evidence.num_retrieved, cutoff)
+    return np.divide(counts, shown, out=np.zeros(evidence.num_queries), where=shown > 0)
+
+
 _CUTOFF_METRICS: dict[str, _MetricFunction] = {
     "hit_rate": _hit_rate,
     "mrr": _reciprocal_rank,
@@ -319,6 +351,7 @@ _CUTOFF_METRICS: dict[str, _MetricFunction] = {
     "precision": _precision,
     "ndcg": _ndcg,
     "ndcg_exp": _ndcg_exponential,
+    "judged": _judged_share,
 }
 _UNCUT_METRICS: dict[str, _MetricFunction] = {
     "mrr": _reciprocal_rank,

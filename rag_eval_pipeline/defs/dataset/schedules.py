@@ -1,10 +1,11 @@
 """The daily schedule: one evaluation run per registered dataset version for the new date.
 
 Each registered version is validated again at tick time (a folder can break after it was
-registered); invalid ones get no run, and the tick says why instead of a run failing nightly."""
+registered) by the rule every command applies (`datasets.validity`, which reads a folder again
+only when its files changed); invalid ones get no run, and the tick says why instead of a run
+failing nightly."""
 
 import os
-from pathlib import Path
 
 from dagster import (
     DefaultScheduleStatus,
@@ -14,8 +15,6 @@ from dagster import (
     schedule,
 )
 
-from rag_eval_pipeline.datasets.errors import InvalidVersionName
-from rag_eval_pipeline.datasets.versions import folder_signature, version_dir
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
@@ -25,27 +24,6 @@ DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
 SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")
 INVALID_VERSIONS_TAG = "rag_eval/invalid_versions"
 MAX_TAG_CHARS = 2000
-
-_problems: dict[tuple[str, int, int, str], tuple[str, str | None]] = {}
-
-
-def version_problem(datasets: DatasetsResource, version: str) -> str | None:
-    """`datasets.problem(version)`, read again only when the folder's signature (names, sizes,
-    modification times of its files) changed since the last tick in this process (the code
-    server's, which evaluates every tick of a running deployment). A name that would escape
-    the datasets folder is a problem, never read."""
-    try:
-        folder = version_dir(Path(datasets.root), version)
-    except InvalidVersionName as error:
-        return str(error)
-    key = (datasets.root, datasets.max_file_mb, datasets.max_text_chars, version)
-    signature = folder_signature(folder)
-    cached = _problems.get(key)
-    if cached is not None and cached[0] == signature:
-        return cached[1]
-    problem = datasets.problem(version)
-    _problems[key] = (signature, problem)
-    return problem
 
 
 @schedule(
@@ -64,7 +42,7 @@ def daily_evaluation_schedule(
     versions = sorted(context.instance.get_dynamic_partitions(DATASET_VERSION))
     if not versions:
         return SkipReason("No dataset versions registered yet (see dataset_version_sensor).")
-    problems = {version: version_problem(datasets, version) for version in versions}
+    problems = {version: datasets.problem(version) for version in versions}
     invalid = {version: problem for version, problem in problems.items() if problem is not None}
     reasons = "; ".join(f"{version!r}: {problem}" for version, problem in invalid.items())
     valid = [version for version in versions if version not in invalid]

@@ -2,7 +2,6 @@
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 from dagster import (
     DefaultSensorStatus,
@@ -13,7 +12,6 @@ from dagster import (
     sensor,
 )
 
-from rag_eval_pipeline.datasets.versions import folder_signature
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import (
     DATASET_VERSION,
@@ -34,31 +32,25 @@ def today() -> str:
     minimum_interval_seconds=60,
     default_status=DefaultSensorStatus.RUNNING,
     description=(
-        "Validates every new folder under data/datasets/ (all its tables), registers the valid "
-        "ones as dataset_version partitions and requests today's evaluation for them; invalid "
-        "folders are reported in the skip reason and log, not registered, and validated again "
-        "only once their files change."
+        "Validates every new folder under data/datasets/ (all its tables, by the rule `rag-eval "
+        "validate` applies), registers the valid ones as dataset_version partitions and "
+        "requests today's evaluation for them; invalid folders are reported in the skip reason "
+        "and log (once per folder state), not registered, and validated again only once their "
+        "files change."
     ),
 )
 def dataset_version_sensor(
     context: SensorEvaluationContext, datasets: DatasetsResource
 ) -> SensorResult | SkipReason:
-    scan = datasets.scan()
     registered = set(context.instance.get_dynamic_partitions(DATASET_VERSION))
     rejected_before: dict[str, list[str]] = json.loads(context.cursor) if context.cursor else {}
-    root = Path(datasets.root)
+    verdicts = datasets.scan(skip=registered).verdicts
     rejected = {
-        name: [folder_signature(root / name), reason] for name, reason in scan.invalid.items()
+        name: [verdict.signature, verdict.problem]
+        for name, verdict in verdicts.items()
+        if verdict.problem is not None
     }
-    new_versions = []
-    for version in (v for v in scan.valid if v not in registered):
-        signature = folder_signature(root / version)
-        before = rejected_before.get(version)
-        problem = before[1] if before and before[0] == signature else datasets.problem(version)
-        if problem is None:
-            new_versions.append(version)
-        else:
-            rejected[version] = [signature, problem]
+    new_versions = [name for name, verdict in verdicts.items() if verdict.valid]
     context.update_cursor(json.dumps(rejected, sort_keys=True))
     for name, (signature, reason) in rejected.items():
         if rejected_before.get(name) != [signature, reason]:  # logged once per folder state

@@ -28,10 +28,13 @@ from rag_eval_pipeline.evaluation.ppi_estimates import (
     ppi_quality,
     ppi_table,
 )
-from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
+from rag_eval_pipeline.evaluation.rater_tasks import judging_tasks, rater_tasks, unjudged_top_k
+from rag_eval_pipeline.evaluation.retrieval import qrels_judged_runs
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values
 from rag_eval_pipeline.metrics.ppi import EXPLANATION
+from rag_eval_pipeline.metrics.retrieval import JUDGED_K
 from rag_eval_pipeline.settings import REPORTS_DIR
+from rag_eval_pipeline.storage.batches import TableBatches
 
 RELIABILITY_TIER = "judge_reliability"
 SHOW_JUDGE_TIER = "show_judge"
@@ -201,13 +204,16 @@ def judge_corrected_quality(
 
 
 class RaterExportConfig(Config):
-    """How many of the day's answers go to the raters, the seed, who rates, and where the CSV
-    is written (`<exports_dir>/<dataset_version>/<date>.csv`)."""
+    """How many of the day's answers go to the raters, the seed, who rates, where the CSV is
+    written (`<exports_dir>/<dataset_version>/<date>.csv`), and how many unjudged documents
+    of the systems' top `judged_k` go to the qrels CSV (`<date>-qrels.csv` beside it)."""
 
     sample_size: int = 20
     seed: int = 0
     raters: list[str] = Field(default_factory=lambda: ["rater_a", "rater_b"])
     exports_dir: str = str(REPORTS_DIR / "rater_tasks")
+    judged_k: int = JUDGED_K
+    qrels_tasks: int = 100
 
 
 @asset(
@@ -217,17 +223,42 @@ class RaterExportConfig(Config):
     description=(
         "A seeded sample of the day's end-to-end answers (question, retrieved contexts, "
         "answer) as a CSV for human raters, with empty human_<criterion>_<rater> columns: "
-        "filled in, it is the next judge_labels file."
+        "filled in, it is the next judge_labels file. Beside it, <date>-qrels.csv: the "
+        "documents in the systems' top k (judged@k) that the qrels do not judge, best-ranked "
+        "first, with an empty relevance column: filled in, they grow the qrels."
     ),
 )
 def rater_export(
-    context: AssetExecutionContext, config: RaterExportConfig, e2e_generations: pd.DataFrame
+    context: AssetExecutionContext,
+    config: RaterExportConfig,
+    golden_dataset: DatasetTables,
+    retrieval_runs: TableBatches,
+    e2e_generations: pd.DataFrame,
 ) -> pd.DataFrame:
     version, day = partition_parts(context)
+    folder = Path(config.exports_dir) / version
+    dataset = as_dataset(context, golden_dataset)
+    unjudged, n_unjudged = unjudged_top_k(
+        qrels_judged_runs(retrieval_runs, e2e_generations),
+        dataset.qrels,
+        config.judged_k,
+        dataset.relevance_level,
+        config.qrels_tasks,
+    )
+    qrels_path = folder / f"{day}-qrels.csv"
+    qrels_tasks = judging_tasks(unjudged, dataset.queries, dataset.corpus)
+    write_text_atomically(qrels_tasks.to_csv(index=False), qrels_path)
+    context.add_output_metadata(
+        {
+            f"n_unjudged_top_{config.judged_k}": MetadataValue.int(n_unjudged),
+            "n_qrels_tasks": MetadataValue.int(len(qrels_tasks)),
+            "qrels_csv_path": MetadataValue.path(str(qrels_path)),
+        }
+    )
     if e2e_generations.empty:
         return skipped(context, "no end-to-end answers to rate", pd.DataFrame(columns=["label_id"]))
     tasks = rater_tasks(e2e_generations, config.sample_size, config.seed, config.raters, day)
-    path = Path(config.exports_dir) / version / f"{day}.csv"
+    path = folder / f"{day}.csv"
     write_text_atomically(tasks.drop(columns=["system", "query_id"]).to_csv(index=False), path)
     context.add_output_metadata(
         {
