@@ -23,6 +23,7 @@ from rag_eval_pipeline.datasets.formats import (
     evaluation_tables,
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
+from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
     read_qrels,
@@ -174,6 +175,13 @@ def load_dataset(
             manifest = replace(manifest, system="logged")
     else:
         for name in ("queries", "qrels", *OPTIONAL_TABLES):
+            if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
+                raw = _read_traces(folder, issues)
+                if raw is not None:
+                    tables[name], validators[name] = _validated(
+                        raw, name, f"{TRACES_FOLDER}/", issues, limits
+                    )
+                continue
             path = find_table_file(folder, name)
             if path is None and name == "qrels":
                 path = _beir_qrels(folder, manifest.split)
@@ -229,6 +237,15 @@ def _read(
         return None
     try:
         return reader(path)
+    except DatasetError as error:
+        issues.extend(error.issues)
+        return None
+
+
+def _read_traces(folder: Path, issues: list[ValidationIssue]) -> pd.DataFrame | None:
+    """The interactions of the folder's `traces/`, or None with the problem added to `issues`."""
+    try:
+        return trace_interactions(folder)
     except DatasetError as error:
         issues.extend(error.issues)
         return None

@@ -1,0 +1,303 @@
+"""A dataset's `traces/` folder as interactions: one row per trace, in the `logs.*` columns.
+
+Files are read one after the other and each span is reduced as it is read (`Span`: only the
+mapped attributes), then grouped by trace id. The root span (no parent; else the earliest span
+whose parent is not in the export) is the interaction:
+
+| column | from |
+|---|---|
+| `log_id` | `traceId` |
+| `timestamp` | the root's start |
+| `question` | the root's `input.value` (else the first RETRIEVER span's) |
+| `answer` | the root's `output.value` |
+| `session_id`, `user_id` | `session.id`, `user.id` (the root's, else the first span's with one) |
+| `retrieved_doc_ids`, `contexts` | RETRIEVER spans' `retrieval.documents.N.document.id`/`.content`, spans in start order, documents in N order, each id once |
+| `latency_ms` | the root's duration |
+| `retrieval_latency_ms`, `generation_latency_ms` | time covered by RETRIEVER, resp. LLM spans (union of their intervals: nested or parallel calls count once) |
+| `model`, `prompt_tokens`, `completion_tokens` | LLM spans' `llm.model_name` (else `gen_ai.request.model`) and `llm.token_count.prompt`/`.completion` (else `gen_ai.usage.input_tokens`/`output_tokens`), summed; `model` only when all name the same |
+| `cost_usd` | each LLM span priced by litellm (`token_costs`), summed; NaN when a span's model or counts are unknown |
+| `error` | the root's ERROR status message, or its `exception` event's message |
+| `feedback` | a `feedback` attribute (the root's, else the first span's with one) |
+
+A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
+an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.traces.conventions import (
+    FEEDBACK,
+    GEN_AI_INPUT_TOKENS,
+    GEN_AI_OUTPUT_TOKENS,
+    GEN_AI_REQUEST_MODEL,
+    INPUT_MIME_TYPE,
+    INPUT_VALUE,
+    LLM,
+    LLM_COMPLETION_TOKENS,
+    LLM_MODEL_NAME,
+    LLM_PROMPT_TOKENS,
+    OUTPUT_MIME_TYPE,
+    OUTPUT_VALUE,
+    RETRIEVER,
+    SESSION_ID,
+    USER_ID,
+    Span,
+)
+from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
+from rag_eval_pipeline.datasets.traces.phoenix import phoenix_jsonl_spans, phoenix_parquet_spans
+from rag_eval_pipeline.datasets.versions import escapes_folder
+from rag_eval_pipeline.metrics.traffic import token_costs
+
+TRACES_FOLDER = "traces"
+JSON_LINES_SUFFIXES = (".json", ".jsonl", ".ndjson")
+TRACE_SUFFIXES = (*JSON_LINES_SUFFIXES, ".parquet")
+INTERACTION_COLUMNS = [
+    "log_id",
+    "timestamp",
+    "question",
+    "answer",
+    "retrieved_doc_ids",
+    "contexts",
+    "session_id",
+    "user_id",
+    "latency_ms",
+    "retrieval_latency_ms",
+    "generation_latency_ms",
+    "error",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "feedback",
+]
+QUESTION_KEYS = ("question", "query", "input", "user_input")
+ANSWER_KEYS = ("answer", "output", "result", "response")
+JSON_MIME = "application/json"
+
+SpanReader = Callable[[Path, str], Iterator[Span]]
+Window = tuple[int, int]
+
+
+def has_traces(folder: Path) -> bool:
+    """The version folder holds a `traces/` folder."""
+    return (Path(folder) / TRACES_FOLDER).is_dir()
+
+
+def trace_files(folder: Path) -> list[tuple[Path, str, SpanReader]]:
+    """The trace files under `<folder>/traces/` (any depth, hidden files skipped), sorted,
+    each with its label (`traces/<path>`) and reader: Parquet is a Phoenix export; a JSON lines
+    file is OTLP when its first record has `resourceSpans`, else a Phoenix export."""
+    root = Path(folder) / TRACES_FOLDER
+    files = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        label = f"{TRACES_FOLDER}/{relative.as_posix()}"
+        if escapes_folder(folder, path):
+            raise _error(label, "is a link to a file outside the dataset folder")
+        suffix = path.suffix.lower()
+        if suffix not in TRACE_SUFFIXES:
+            raise _error(label, f"not a trace file (expected {', '.join(TRACE_SUFFIXES)})")
+        if suffix == ".parquet":
+            files.append((path, label, phoenix_parquet_spans))
+        else:
+            files.append((path, label, otlp_spans if _is_otlp(path) else phoenix_jsonl_spans))
+    return files
+
+
+def _is_otlp(path: Path) -> bool:
+    with open(path, encoding="utf-8") as handle:
+        for text in handle:
+            if text.strip():
+                return '"resourceSpans"' in text
+    return False
+
+
+def _error(label: str, message: str) -> DatasetError:
+    return DatasetError(label, [ValidationIssue(label, message)])
+
+
+def read_traces(folder: Path, window: Window | None = None) -> dict[str, dict[str, Span]]:
+    """The spans of every trace file, by trace id and span id (a span exported twice is kept
+    once). With `window` (UTC nanoseconds [start, end)), only spans starting in it are kept."""
+    traces: dict[str, dict[str, Span]] = {}
+    for path, label, reader in trace_files(folder):
+        for span in reader(path, label):
+            if window is not None and not window[0] <= span.start_ns < window[1]:
+                continue
+            traces.setdefault(span.trace_id, {}).setdefault(span.span_id, span)
+    return traces
+
+
+def trace_interactions(folder: Path, window: Window | None = None) -> pd.DataFrame:
+    """The interactions of `<folder>/traces/` (columns `INTERACTION_COLUMNS`), one per trace,
+    in (`timestamp`, `log_id`) order; `window` as in :func:`read_traces`."""
+    rows, llm_calls = [], []
+    for position, spans in enumerate(read_traces(folder, window).values()):
+        row, calls = _interaction(list(spans.values()))
+        rows.append(row)
+        llm_calls.extend((position, *call) for call in calls)
+    frame = pd.DataFrame(rows, columns=[c for c in INTERACTION_COLUMNS if c != "cost_usd"])
+    frame["timestamp"] = pd.to_datetime(frame["timestamp"].astype("int64"), utc=True)
+    frame["cost_usd"] = _trace_costs(len(frame), llm_calls)
+    frame = frame[INTERACTION_COLUMNS].sort_values(["timestamp", "log_id"], kind="stable")
+    return frame.reset_index(drop=True)
+
+
+def _trace_costs(n_traces: int, calls: list[tuple[int, object, float, float]]) -> np.ndarray:
+    """Per trace, the sum of its LLM calls priced by `token_costs` (NaN when one is unknown,
+    or when it made none)."""
+    cost = np.full(n_traces, np.nan)
+    if not calls:
+        return cost
+    positions, models, prompt, completion = zip(*calls, strict=True)
+    priced = token_costs(models, prompt, completion)
+    positions = np.asarray(positions)
+    called = np.unique(positions)
+    cost[called] = 0.0
+    np.add.at(cost, positions, priced)
+    return cost
+
+
+def _interaction(spans: list[Span]) -> tuple[dict[str, object], list[tuple[object, float, float]]]:
+    """One trace's row (without `cost_usd`) and its LLM calls (model, prompt, completion)."""
+    spans.sort(key=lambda s: (s.start_ns, s.span_id))
+    ids = {span.span_id for span in spans}
+    root = min(
+        (s for s in spans if s.parent_id is None or s.parent_id not in ids),
+        key=lambda s: (s.parent_id is not None, s.start_ns),
+    )
+    retrievers = [s for s in spans if s.kind == RETRIEVER]
+    llms = [s for s in spans if s.kind == LLM]
+    question = _text(root, INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
+    if question is None and retrievers:
+        question = _text(retrievers[0], INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
+    if question is None:
+        raise DatasetError(
+            root.source,
+            [
+                ValidationIssue(
+                    root.source,
+                    f"the root span of trace {root.trace_id!r} has no question",
+                    column=INPUT_VALUE,
+                )
+            ],
+        )
+    doc_ids, contexts = _documents(retrievers)
+    calls = [
+        (
+            _first(llm, LLM_MODEL_NAME, GEN_AI_REQUEST_MODEL),
+            _count(llm, LLM_PROMPT_TOKENS, GEN_AI_INPUT_TOKENS),
+            _count(llm, LLM_COMPLETION_TOKENS, GEN_AI_OUTPUT_TOKENS),
+        )
+        for llm in llms
+    ]
+    models = {str(model) for model, _, _ in calls if model is not None}
+    others = [root, *(s for s in spans if s is not root)]
+    row = {
+        "log_id": root.trace_id,
+        "timestamp": root.start_ns,
+        "question": question,
+        "answer": _text(root, OUTPUT_VALUE, OUTPUT_MIME_TYPE, ANSWER_KEYS),
+        "retrieved_doc_ids": doc_ids,
+        "contexts": contexts or None,
+        "session_id": _found(others, SESSION_ID),
+        "user_id": _found(others, USER_ID),
+        "latency_ms": (root.end_ns - root.start_ns) / 1e6,
+        "retrieval_latency_ms": _covered_ms(retrievers),
+        "generation_latency_ms": _covered_ms(llms),
+        "error": root.error,
+        "model": models.pop() if len(models) == 1 else None,
+        "prompt_tokens": sum(c[1] for c in calls) if calls else np.nan,
+        "completion_tokens": sum(c[2] for c in calls) if calls else np.nan,
+        "feedback": _found(others, FEEDBACK),
+    }
+    return row, calls
+
+
+def _text(span: Span, key: str, mime_key: str, keys: tuple[str, ...]) -> str | None:
+    value = span.attributes.get(key)
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value)
+    if span.attributes.get(mime_key) == JSON_MIME:
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        if isinstance(parsed, dict):
+            found = next((parsed[k] for k in keys if isinstance(parsed.get(k), str)), None)
+            return found if found is not None else text
+    return text
+
+
+def _found(spans: list[Span], key: str) -> object:
+    """The first value of attribute `key` among `spans` (None when none has it)."""
+    return next((s.attributes[key] for s in spans if s.attributes.get(key) is not None), None)
+
+
+def _first(span: Span, *keys: str) -> object:
+    return next((span.attributes[k] for k in keys if span.attributes.get(k) is not None), None)
+
+
+def _count(span: Span, *keys: str) -> float:
+    """A token count (an int, a float or numeric text); NaN when absent."""
+    value = _first(span, *keys)
+    if value is None:
+        return np.nan
+    try:
+        count = float(value)
+    except (TypeError, ValueError):
+        count = np.nan
+    if not np.isfinite(count) or count < 0:
+        raise DatasetError(
+            span.source,
+            [
+                ValidationIssue(
+                    span.source,
+                    f"not a token count: {value!r}",
+                    column=next(k for k in keys if span.attributes.get(k) is not None),
+                )
+            ],
+        )
+    return count
+
+
+def _documents(retrievers: list[Span]) -> tuple[list[str], list[str]]:
+    """Retrieved ids and contents, spans in start order, each id once (first position)."""
+    ids: list[str] = []
+    contents: list[str] = []
+    seen: set[str] = set()
+    for span in retrievers:
+        for doc_id, content, _score in span.documents:
+            if doc_id is not None:
+                if str(doc_id) in seen:
+                    continue
+                seen.add(str(doc_id))
+                ids.append(str(doc_id))
+            if isinstance(content, str) and content.strip():
+                contents.append(content)
+    return ids, contents
+
+
+def _covered_ms(spans: list[Span]) -> float:
+    """Milliseconds covered by the union of the spans' [start, end] intervals (NaN: none)."""
+    if not spans:
+        return np.nan
+    covered, (start, end) = 0, (spans[0].start_ns, spans[0].end_ns)
+    for span in spans[1:]:  # sorted by start
+        if span.start_ns > end:
+            covered += end - start
+            start, end = span.start_ns, span.end_ns
+        else:
+            end = max(end, span.end_ns)
+    return (covered + end - start) / 1e6
