@@ -23,7 +23,6 @@ from rag_eval_pipeline.datasets.formats import (
     evaluation_tables,
 )
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
-from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
     read_qrels,
@@ -31,6 +30,7 @@ from rag_eval_pipeline.datasets.readers import (
     read_trec_run,
     trec_run_batches,
 )
+from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
 from rag_eval_pipeline.datasets.validation import (
     MAX_TEXT_CHARS,
     SCHEMAS,

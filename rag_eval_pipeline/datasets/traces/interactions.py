@@ -2,22 +2,16 @@
 
 Files are read one after the other and each span is reduced as it is read (`Span`: only the
 mapped attributes), then grouped by trace id. The root span (no parent; else the earliest span
-whose parent is not in the export) is the interaction:
-
-| column | from |
-|---|---|
-| `log_id` | `traceId` |
-| `timestamp` | the root's start |
-| `question` | the root's `input.value` (else the first RETRIEVER span's) |
-| `answer` | the root's `output.value` |
-| `session_id`, `user_id` | `session.id`, `user.id` (the root's, else the first span's with one) |
-| `retrieved_doc_ids`, `contexts` | RETRIEVER spans' `retrieval.documents.N.document.id`/`.content`, spans in start order, documents in N order, each id once |
-| `latency_ms` | the root's duration |
-| `retrieval_latency_ms`, `generation_latency_ms` | time covered by RETRIEVER, resp. LLM spans (union of their intervals: nested or parallel calls count once) |
-| `model`, `prompt_tokens`, `completion_tokens` | LLM spans' `llm.model_name` (else `gen_ai.request.model`) and `llm.token_count.prompt`/`.completion` (else `gen_ai.usage.input_tokens`/`output_tokens`), summed; `model` only when all name the same |
-| `cost_usd` | each LLM span priced by litellm (`token_costs`), summed; NaN when a span's model or counts are unknown |
-| `error` | the root's ERROR status message, or its `exception` event's message |
-| `feedback` | a `feedback` attribute (the root's, else the first span's with one) |
+whose parent is not in the export) is the interaction: `log_id` = trace id, `timestamp` = its
+start, `question`/`answer` = its `input.value`/`output.value` (the question else the first
+RETRIEVER span's input), `session_id`/`user_id` = `session.id`/`user.id`, `error` = its ERROR
+status or `exception` event, `latency_ms` = its duration. RETRIEVER spans give
+`retrieved_doc_ids`/`contexts` (`retrieval.documents.N.document.id`/`.content`, spans in start
+order, each id once) and `retrieval_latency_ms`; LLM spans give `generation_latency_ms` (both:
+the time covered by the union of the spans' intervals, so nested or parallel calls count once),
+the token counts (`llm.token_count.*`, else `gen_ai.usage.*`) and `cost_usd` (each call priced by
+litellm, summed; NaN when one is unknown). `feedback` is a `feedback` attribute. The full
+mapping table is in docs/traces.md.
 
 A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
 an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
