@@ -42,6 +42,7 @@ from rag_eval_pipeline.datasets.versions import (
     find_table_file,
     validate_version_name,
 )
+from rag_eval_pipeline.metrics.traffic import time_ordered
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
@@ -71,9 +72,15 @@ class GoldenDataset:
         }
 
     def stored_tables(self) -> dict[str, pd.DataFrame | TableBatches]:
-        """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table."""
-        runs = {} if self.runs is None else {"runs": self.runs}
-        return {**self.tables(), **runs, "manifest": self.manifest.to_frame()}
+        """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table; logs
+        with timestamps in the day order (`time_ordered`), so the traffic tier reads one day
+        of them by pushing its time filter down to the Parquet row groups."""
+        tables: dict[str, pd.DataFrame | TableBatches] = dict(self.tables())
+        if self.logs is not None and "timestamp" in self.logs.columns:
+            tables["logs"] = time_ordered(self.logs)
+        if self.runs is not None:
+            tables["runs"] = self.runs
+        return {**tables, "manifest": self.manifest.to_frame()}
 
     @classmethod
     def from_tables(

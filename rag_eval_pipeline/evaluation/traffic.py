@@ -38,6 +38,7 @@ from rag_eval_pipeline.metrics.traffic import (
     on_date,
     positive_feedback,
     satisfaction_scores,
+    time_ordered,
     token_costs,
 )
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches
@@ -83,8 +84,7 @@ def day_interactions(
         logs = logs.assign(log_id=logs.index.astype(str))
     if replay:
         logs = logs.assign(timestamp=replayed_on(logs["timestamp"], day, timezone))
-    selected = logs[on_date(logs["timestamp"], day, timezone)]
-    return selected.sort_values(["timestamp", "log_id"], kind="stable").reset_index(drop=True)
+    return time_ordered(logs[on_date(logs["timestamp"], day, timezone)])
 
 
 def interaction_costs(interactions: pd.DataFrame) -> np.ndarray:
@@ -379,10 +379,14 @@ def day_bounds(day: date, timezone: str) -> tuple[pd.Timestamp, pd.Timestamp]:
 
 
 def frame_day_interactions(
-    logs: pd.DataFrame | None, day: date, timezone: str, rows: int = CHUNK_ROWS
+    logs: pd.DataFrame | None,
+    day: date,
+    timezone: str,
+    rows: int = CHUNK_ROWS,
+    replay: bool = False,
 ) -> Iterator[pd.DataFrame]:
     """The in-memory source: :func:`day_interactions` of a validated `logs` table, in slices."""
-    return TableBatches.of(day_interactions(logs, day, timezone), rows).frames()
+    return TableBatches.of(day_interactions(logs, day, timezone, replay), rows).frames()
 
 
 def parquet_day_interactions(
@@ -391,8 +395,10 @@ def parquet_day_interactions(
     timezone: str,
     rows: int = CHUNK_ROWS,
     columns: Sequence[str] | None = None,
+    filesystem: object | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """The Parquet source: the interactions of `day` from a logs file (or a folder of them).
+    """The Parquet source: the interactions of `day` from a logs file (or a folder of them),
+    on the local disk or on `filesystem` (an fsspec or Arrow filesystem, e.g. a UPath's `fs`).
 
     The filter start ≤ `timestamp` < end (:func:`day_bounds`) is pushed down to the row
     groups, so the other days' row groups are skipped unread; only `columns` are read (all
@@ -400,7 +406,7 @@ def parquet_day_interactions(
     `timestamp` is a Parquet timestamp column, the other columns as in `logs.*` (`log_id`
     required, `feedback` as logged: thumbs or 1-5 ratings).
     """
-    logs = ds.dataset(path, format="parquet")
+    logs = ds.dataset(path, format="parquet", filesystem=filesystem)
     start, end = day_bounds(day, timezone)
     timestamp = ds.field("timestamp")
     on_day = (timestamp >= pa.scalar(start)) & (timestamp < pa.scalar(end))
