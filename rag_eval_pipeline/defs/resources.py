@@ -12,6 +12,7 @@ from dagster import ConfigurableResource
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.versions import VersionScan, scan_versions, version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
@@ -48,6 +49,10 @@ class DatasetsResource(ConfigurableResource):
         """Read and validate one version (raises `DatasetError` naming file, row, column)."""
         limits = DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
         return load_dataset(version_dir(Path(self.root), version), version, limits)
+
+    def logs_origin(self, version: str) -> str | None:
+        """Where the version's interactions come from (`traces/` wins over `logs.*`)."""
+        return logs_origin(version_dir(Path(self.root), version))
 
     def problem(self, version: str) -> str | None:
         """Why `version` cannot be evaluated, in one line; None when it loads and validates."""

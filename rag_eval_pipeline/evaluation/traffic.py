@@ -9,9 +9,9 @@ Per day (quality rows): volume, latency p50/p95/p99, error rate, cost per query 
 mean satisfaction and the positive-feedback rate.
 
 At production size a day is a stream: a source (`DAY_SOURCES`: Parquet with the day's filter
-pushed down, JSONL, or the in-memory `logs`) yields its interactions in time-ordered chunks of
-the frame `day_interactions` gives, `TrafficDay` aggregates them and `judged_sample_of_chunks`
-draws the judged sample in two passes, so the day is never held whole.
+pushed down, JSONL, a `traces/` folder, or the in-memory `logs`) yields its interactions in
+time-ordered chunks of the frame `day_interactions` gives, `TrafficDay` aggregates them and
+`judged_sample_of_chunks` draws the judged sample in two passes, so the day is never held whole.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pyarrow import json as pa_json
 
+from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values
 from rag_eval_pipeline.metrics.stats import NORMAL_APPROXIMATION_ABOVE, percentiles, summarize
 from rag_eval_pipeline.metrics.traffic import (
@@ -470,6 +471,27 @@ def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             )
         previous = (int(stamps[-1]), str(ids[-1]))
         yield frame
+
+
+TRACE_MARGIN = timedelta(days=1)
+
+
+def traces_day_interactions(
+    folder: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The traces source: the interactions of `day` from a version folder's `traces/`
+    (:func:`~rag_eval_pipeline.datasets.traces.trace_interactions`: the spans are read file by
+    file and grouped by trace), the traces whose root span starts on the day.
+
+    Only spans starting within `TRACE_MARGIN` of the day are kept while grouping, so memory
+    holds about three days of (reduced) spans, not the whole export; a trace's spans lasting
+    more than a day past its root's start would be cut (none does in practice)."""
+    start, end = day_bounds(day, timezone)
+    window = ((start - TRACE_MARGIN).value, (end + TRACE_MARGIN).value)
+    interactions = trace_interactions(Path(folder), window)
+    stamps = interactions["timestamp"]
+    on_day = interactions[((stamps >= start) & (stamps < end)).to_numpy()]
+    return _ordered_day(TableBatches.of(on_day.reset_index(drop=True), rows).frames())
 
 
 DAY_SOURCES = {".parquet": parquet_day_interactions, ".jsonl": jsonl_day_interactions}

@@ -4,7 +4,14 @@ from rag_eval_pipeline.datasets.traces.interactions import (
     INTERACTION_COLUMNS,
     TRACES_FOLDER,
     has_traces,
+    logs_origin,
     trace_interactions,
 )
 
-__all__ = ["INTERACTION_COLUMNS", "TRACES_FOLDER", "has_traces", "trace_interactions"]
+__all__ = [
+    "INTERACTION_COLUMNS",
+    "TRACES_FOLDER",
+    "has_traces",
+    "logs_origin",
+    "trace_interactions",
+]

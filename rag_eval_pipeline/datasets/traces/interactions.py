@@ -47,7 +47,7 @@ from rag_eval_pipeline.datasets.traces.conventions import (
 )
 from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
 from rag_eval_pipeline.datasets.traces.phoenix import phoenix_jsonl_spans, phoenix_parquet_spans
-from rag_eval_pipeline.datasets.versions import escapes_folder
+from rag_eval_pipeline.datasets.versions import escapes_folder, find_table_file
 from rag_eval_pipeline.metrics.traffic import token_costs
 
 TRACES_FOLDER = "traces"
@@ -106,6 +106,16 @@ def trace_files(folder: Path) -> list[tuple[Path, str, SpanReader]]:
         else:
             files.append((path, label, otlp_spans if _is_otlp(path) else phoenix_jsonl_spans))
     return files
+
+
+def logs_origin(folder: Path) -> str | None:
+    """Where a version's interactions come from: `traces/ (N files)` (naming the `logs.*` file
+    it wins over, when both exist), the `logs.*` file, or None."""
+    logs = find_table_file(Path(folder), "logs")
+    if not has_traces(folder):
+        return None if logs is None else logs.name
+    origin = f"{TRACES_FOLDER}/ ({len(trace_files(folder))} files)"
+    return origin if logs is None else f"{origin}; {logs.name} ignored: traces/ wins"
 
 
 def _is_otlp(path: Path) -> bool:
