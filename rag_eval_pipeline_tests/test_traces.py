@@ -122,10 +122,25 @@ def test_phoenix_parquet_and_jsonl_exports_read_as_the_otlp_traces(
     write_otlp(tmp_path / "otlp" / "traces", traces)
     write_phoenix_parquet(tmp_path / "parquet" / "traces" / "spans.parquet", traces)
     write_phoenix_jsonl(tmp_path / "jsonl" / "traces" / "spans.jsonl", traces)
+    (tmp_path / "records" / "traces").mkdir(parents=True)
+    pd.read_parquet(tmp_path / "parquet" / "traces" / "spans.parquet").to_json(
+        tmp_path / "records" / "traces" / "spans.jsonl",
+        orient="records",
+        lines=True,
+        date_format="iso",
+        date_unit="us",
+    )  # pandas writes times to the microsecond
     otlp = trace_interactions(tmp_path / "otlp")
-    for export in ("parquet", "jsonl"):
+    timing = ["timestamp", "latency_ms", "retrieval_latency_ms", "generation_latency_ms"]
+    for export in ("parquet", "jsonl", "records"):
         phoenix = trace_interactions(tmp_path / export)
         for column in otlp.columns.drop("feedback"):
+            if export == "records" and column in timing:
+                difference = phoenix[column] - otlp[column]
+                if column == "timestamp":
+                    difference = difference.dt.total_seconds() * 1e3
+                assert difference.abs().max() < 2e-3  # ms
+                continue
             pd.testing.assert_series_equal(phoenix[column], otlp[column], check_dtype=False)
         np.testing.assert_array_equal(
             satisfaction_scores(phoenix["feedback"].tolist()),
