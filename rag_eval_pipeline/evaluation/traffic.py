@@ -56,11 +56,6 @@ MEAN_METRICS = {
 }
 
 
-def has_traffic(logs: pd.DataFrame | None) -> bool:
-    """The version logs production traffic with timestamps (the traffic tier applies)."""
-    return logs is not None and "timestamp" in logs.columns
-
-
 def replayed_on(timestamps: pd.Series, day: date, timezone: str) -> pd.Series:
     """Each timestamp moved to `day`, keeping its time of day in `timezone` (a replay of one
     typical day of traffic on any date); a missing timestamp stays missing."""

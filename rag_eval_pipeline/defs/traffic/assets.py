@@ -118,7 +118,8 @@ class DayTraffic:
     kinds={"pandas", "parquet"},
     description=(
         "One row per (production interaction of the day, metric): latency (total, retrieval, "
-        "generation), error, cost in USD, satisfaction and positive feedback, from `logs.*`."
+        "generation), error, cost in USD, satisfaction and positive feedback, from `logs.*` or "
+        "`traces/`, the day streamed from the stored logs."
     ),
 )
 def traffic_metrics(
