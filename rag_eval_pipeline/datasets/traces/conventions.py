@@ -18,6 +18,7 @@ from openinference.semconv.trace import (
 )
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.validation import _shown
 
 INPUT_VALUE = SpanAttributes.INPUT_VALUE
 INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
@@ -124,9 +125,6 @@ def split_attributes(
     return kept, documents
 
 
-MAX_SHOWN_CHARS = 60
-
-
 def bad_value(
     file: str,
     field_name: str,
@@ -135,8 +133,9 @@ def bad_value(
     line: int | None = None,
     row: int | None = None,
 ) -> DatasetError:
-    """The error of one bad value in a trace file: file, line (or row), field and value."""
-    shown = repr(value)
-    shown = shown if len(shown) <= MAX_SHOWN_CHARS else shown[:MAX_SHOWN_CHARS] + "…"
-    issue = ValidationIssue(file, f"{problem}: {shown}", row=row, column=field_name, line=line)
+    """The error of one bad value in a trace file: file, line (or row), field and value (quoted
+    and cut as every validation message quotes a value)."""
+    issue = ValidationIssue(
+        file, f"{problem}: {_shown(value)}", row=row, column=field_name, line=line
+    )
     return DatasetError(file, [issue])
