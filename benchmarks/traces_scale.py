@@ -105,7 +105,7 @@ def main() -> None:
         for day, volume, seconds in days:
             print(f"  {day}: {volume:,} interactions, read and aggregated in {seconds:.1f} s")
         print(
-            f"day by day: peak RSS {peak:,.0f} MiB; max relative difference from numpy {worst:.1e}"
+            f"day by day: +{peak:,.0f} MiB peak RSS; max relative difference from numpy {worst:.1e}"
         )
 
 

@@ -90,6 +90,42 @@ def test_three_days_of_otlp_traces_equal_numpy_on_each_days_spans(
     assert sum(expected_day(traces, d)["volume"] for d in DAYS) < len(traces)  # others: no day
 
 
+def test_a_trace_from_the_day_before_with_spans_after_midnight_is_not_on_the_day(
+    tmp_path: Path,
+) -> None:
+    """Its root (before the window read for the day) is not kept, its late child is: the
+    child is no interaction of the day, and no error for the question it lacks."""
+    midnight = pd.Timestamp(DAYS[1], tz=TIMEZONE).value
+    late = [
+        otlp_span_line(trace_id, span_id, parent, start, start + 10**9)
+        for trace_id, span_id, parent, start in [
+            ("1" * 32, "a" * 16, None, midnight - 180 * 10**9),
+            ("1" * 32, "b" * 16, "a" * 16, midnight + 30 * 10**9),
+            ("2" * 32, "c" * 16, None, midnight + 60 * 10**9),
+        ]
+    ]
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "x.json").write_text("\n".join(late) + "\n")
+    day = pd.concat(traces_day_interactions(tmp_path, date.fromisoformat(DAYS[1]), TIMEZONE))
+    assert day["log_id"].tolist() == ["2" * 32]
+    before = pd.concat(traces_day_interactions(tmp_path, date.fromisoformat(DAYS[0]), TIMEZONE))
+    assert before["log_id"].tolist() == ["1" * 32]
+    assert before["latency_ms"].tolist() == [1000.0]
+
+
+def otlp_span_line(trace_id: str, span_id: str, parent: str | None, start: int, end: int) -> str:
+    """One OTLP line of one span; a root asks a question."""
+    question = [] if parent else [{"key": "input.value", "value": {"stringValue": "Why?"}}]
+    return one_span_line(
+        traceId=trace_id,
+        spanId=span_id,
+        parentSpanId=parent or "",
+        startTimeUnixNano=str(start),
+        endTimeUnixNano=str(end),
+        attributes=question,
+    )
+
+
 def test_an_interaction_is_its_traces_root_retrievers_and_llm_calls(
     traces: list, tmp_path: Path
 ) -> None:

@@ -468,25 +468,16 @@ def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         yield frame
 
 
-TRACE_MARGIN = timedelta(days=1)
-
-
 def traces_day_interactions(
     folder: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
 ) -> Iterator[pd.DataFrame]:
-    """The traces source: the interactions of `day` from a version folder's `traces/`
-    (:func:`~rag_eval_pipeline.datasets.traces.trace_interactions`: the spans are read file by
-    file and grouped by trace), the traces whose root span starts on the day.
-
-    Only spans starting within `TRACE_MARGIN` of the day are kept while grouping, so memory
-    holds about three days of (reduced) spans, not the whole export; a trace's spans lasting
-    more than a day past its root's start would be cut (none does in practice)."""
+    """The traces source: the interactions of `day` from a version folder's `traces/`, the
+    traces whose root span starts on the day
+    (:func:`~rag_eval_pipeline.datasets.traces.trace_interactions`: spans read file by file and
+    grouped by trace, only those near the day kept)."""
     start, end = day_bounds(day, timezone)
-    window = ((start - TRACE_MARGIN).value, (end + TRACE_MARGIN).value)
-    interactions = trace_interactions(Path(folder), window)
-    stamps = interactions["timestamp"]
-    on_day = interactions[((stamps >= start) & (stamps < end)).to_numpy()]
-    return _ordered_day(TableBatches.of(on_day.reset_index(drop=True), rows).frames())
+    interactions = trace_interactions(Path(folder), (start.value, end.value))
+    return _ordered_day(TableBatches.of(interactions, rows).frames())
 
 
 DAY_SOURCES = {".parquet": parquet_day_interactions, ".jsonl": jsonl_day_interactions}

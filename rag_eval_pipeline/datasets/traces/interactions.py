@@ -78,6 +78,8 @@ JSON_MIME = "application/json"
 
 SpanReader = Callable[[Path, str], Iterator[Span]]
 Window = tuple[int, int]
+CLOCK_SKEW_NS = 60 * 10**9
+TRACE_MARGIN_NS = 24 * 3600 * 10**9
 
 
 def has_traces(folder: Path) -> bool:
@@ -142,14 +144,25 @@ def read_traces(folder: Path, window: Window | None = None) -> dict[str, dict[st
     return traces
 
 
-def trace_interactions(folder: Path, window: Window | None = None) -> pd.DataFrame:
+def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
     """The interactions of `<folder>/traces/` (columns `INTERACTION_COLUMNS`), one per trace,
-    in (`timestamp`, `log_id`) order; `window` as in :func:`read_traces`."""
+    in (`timestamp`, `log_id`) order.
+
+    With `day` (UTC nanoseconds [start, end)): only the traces whose root starts in it, from
+    the spans starting between `CLOCK_SKEW` before it and `TRACE_MARGIN` after it (a child
+    span starts after its root, give or take the clock skew between hosts), so memory holds
+    about two days of reduced spans; a trace whose spans run past `TRACE_MARGIN` is cut, and
+    one whose root span is missing (its children found without it) is not read by day."""
+    window = None if day is None else (day[0] - CLOCK_SKEW_NS, day[1] + TRACE_MARGIN_NS)
     rows, llm_calls = [], []
-    for position, spans in enumerate(read_traces(folder, window).values()):
-        row, calls = _interaction(list(spans.values()))
+    for spans in read_traces(folder, window).values():
+        ordered = sorted(spans.values(), key=lambda s: (s.start_ns, s.span_id))
+        root = _root(ordered)
+        if day is not None and (root.parent_id is not None or not day[0] <= root.start_ns < day[1]):
+            continue  # the root is on another day (or outside the export)
+        row, calls = _interaction(root, ordered)
+        llm_calls.extend((len(rows), *call) for call in calls)
         rows.append(row)
-        llm_calls.extend((position, *call) for call in calls)
     frame = pd.DataFrame(rows, columns=[c for c in INTERACTION_COLUMNS if c != "cost_usd"])
     frame["timestamp"] = pd.to_datetime(frame["timestamp"].astype("int64"), utc=True)
     frame["cost_usd"] = _trace_costs(len(frame), llm_calls)
@@ -172,14 +185,21 @@ def _trace_costs(n_traces: int, calls: list[tuple[int, object, float, float]]) -
     return cost
 
 
-def _interaction(spans: list[Span]) -> tuple[dict[str, object], list[tuple[object, float, float]]]:
-    """One trace's row (without `cost_usd`) and its LLM calls (model, prompt, completion)."""
-    spans.sort(key=lambda s: (s.start_ns, s.span_id))
+def _root(spans: list[Span]) -> Span:
+    """The trace's root: its span without a parent, else (an incomplete export) the earliest
+    span whose parent is not in it."""
     ids = {span.span_id for span in spans}
-    root = min(
+    return min(
         (s for s in spans if s.parent_id is None or s.parent_id not in ids),
         key=lambda s: (s.parent_id is not None, s.start_ns),
     )
+
+
+def _interaction(
+    root: Span, spans: list[Span]
+) -> tuple[dict[str, object], list[tuple[object, float, float]]]:
+    """One trace's row (without `cost_usd`) and its LLM calls (model, prompt, completion), from
+    its root and its spans in start order."""
     retrievers = [s for s in spans if s.kind == RETRIEVER]
     llms = [s for s in spans if s.kind == LLM]
     question = _text(root, INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
