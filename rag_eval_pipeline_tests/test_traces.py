@@ -184,6 +184,71 @@ def test_phoenix_parquet_and_jsonl_exports_read_as_the_otlp_traces(
         )
 
 
+def test_feedback_from_phoenix_span_annotations(traces: list, tmp_path: Path) -> None:
+    """Traces without a `feedback` attribute take a human `user feedback` annotation's label
+    (on the root or another span); LLM evaluations and other names are not feedback."""
+    silent = [t for t in traces if t.feedback is None]
+    assert len(silent) >= 3
+    roots = [next(s for s in t.spans if s.parent_id is None) for t in silent]
+    annotations = pd.DataFrame(
+        [
+            {
+                "span_id": roots[0].span_id,
+                "annotation_name": "user feedback",
+                "annotator_kind": "HUMAN",
+                "result.label": "thumbs-up",
+                "result.score": 1.0,
+            },
+            {
+                "span_id": silent[1].spans[0].span_id,
+                "annotation_name": "User-Feedback",
+                "annotator_kind": "HUMAN",
+                "result.label": "2",
+                "result.score": None,
+            },
+            {
+                "span_id": roots[2].span_id,
+                "annotation_name": "correctness",
+                "annotator_kind": "HUMAN",
+                "result.label": "up",
+                "result.score": 1.0,
+            },
+            {
+                "span_id": roots[2].span_id,
+                "annotation_name": "user_feedback",
+                "annotator_kind": "LLM",
+                "result.label": "up",
+                "result.score": 1.0,
+            },
+        ]
+    ).set_index("span_id")  # as get_span_annotations_dataframe() returns it
+    write_phoenix_parquet(tmp_path / "parquet" / "traces" / "spans.parquet", traces)
+    annotations.to_parquet(tmp_path / "parquet" / "traces" / "annotations.parquet")
+    write_otlp(tmp_path / "otlp" / "traces", traces)
+    (tmp_path / "otlp" / "traces" / "annotations.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "span_id": span_id,
+                    "name": row["annotation_name"],
+                    "annotator_kind": row["annotator_kind"],
+                    "result": {"label": row["result.label"], "score": row["result.score"]},
+                }
+            )
+            + "\n"
+            for span_id, row in annotations.iterrows()
+        )
+    )  # the REST API's span annotation records
+    for export in ("parquet", "otlp"):
+        rows = trace_interactions(tmp_path / export).set_index("log_id")["feedback"]
+        got = [rows[t.spans[0].trace_id] for t in silent[:3]]
+        assert got[:2] == ["thumbs_up", "2"] and pd.isna(got[2]), export
+        assert satisfaction_scores(got[:2]).tolist() == [1.0, 0.25]
+        others = [t for t in traces if t.feedback is not None]
+        kept = [str(rows[t.spans[0].trace_id]) for t in others]
+        assert kept == [str(t.feedback) for t in others]
+
+
 def one_span_line(**changes: object) -> str:
     """One OTLP line holding one root span, with `changes` applied to the span."""
     request = export_request([])

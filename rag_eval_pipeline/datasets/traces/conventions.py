@@ -9,7 +9,10 @@ convention names a user's rating of an answer.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from openinference.semconv.trace import (
     DocumentAttributes,
@@ -139,3 +142,16 @@ def bad_value(
         file, f"{problem}: {_shown(value)}", row=row, column=field_name, line=line
     )
     return DatasetError(file, [issue])
+
+
+def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
+    """The line number and parsed JSON of each non-blank line of a file; a line that is not
+    JSON raises naming the file, the line and `what` it should hold."""
+    with open(path, encoding="utf-8") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as error:
+                raise bad_value(label, what, text[:40], error.msg, line=number) from None

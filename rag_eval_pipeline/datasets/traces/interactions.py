@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.traces.conventions import (
@@ -44,9 +45,17 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     SESSION_ID,
     USER_ID,
     Span,
+    json_lines,
 )
 from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
-from rag_eval_pipeline.datasets.traces.phoenix import phoenix_jsonl_spans, phoenix_parquet_spans
+from rag_eval_pipeline.datasets.traces.phoenix import (
+    Feedback,
+    is_annotation_record,
+    phoenix_jsonl_annotations,
+    phoenix_jsonl_spans,
+    phoenix_parquet_annotations,
+    phoenix_parquet_spans,
+)
 from rag_eval_pipeline.datasets.versions import escapes_folder, find_table_file
 from rag_eval_pipeline.metrics.traffic import token_costs
 
@@ -76,7 +85,7 @@ QUESTION_KEYS = ("question", "query", "input", "user_input")
 ANSWER_KEYS = ("answer", "output", "result", "response")
 JSON_MIME = "application/json"
 
-SpanReader = Callable[[Path, str], Iterator[Span]]
+Reader = Callable[[Path, str], Iterator[Span | Feedback]]
 Window = tuple[int, int]
 CLOCK_SKEW_NS = 60 * 10**9
 TRACE_MARGIN_NS = 24 * 3600 * 10**9
@@ -87,10 +96,11 @@ def has_traces(folder: Path) -> bool:
     return (Path(folder) / TRACES_FOLDER).is_dir()
 
 
-def trace_files(folder: Path) -> list[tuple[Path, str, SpanReader]]:
+def trace_files(folder: Path) -> list[tuple[Path, str, Reader]]:
     """The trace files under `<folder>/traces/` (any depth, hidden files skipped), sorted,
-    each with its label (`traces/<path>`) and reader: Parquet is a Phoenix export; a JSON lines
-    file is OTLP when its first record has `resourceSpans`, else a Phoenix export."""
+    each with its label (`traces/<path>`) and reader, chosen by the file's first record (JSON
+    lines) or columns (Parquet): OTLP (`resourceSpans`), a Phoenix span annotations export
+    (`annotation_name`), else a Phoenix span export."""
     root = Path(folder) / TRACES_FOLDER
     files = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -104,9 +114,17 @@ def trace_files(folder: Path) -> list[tuple[Path, str, SpanReader]]:
         if suffix not in TRACE_SUFFIXES:
             raise _error(label, f"not a trace file (expected {', '.join(TRACE_SUFFIXES)})")
         if suffix == ".parquet":
-            files.append((path, label, phoenix_parquet_spans))
+            annotations = is_annotation_record(pq.read_schema(path).names)
+            reader = phoenix_parquet_annotations if annotations else phoenix_parquet_spans
         else:
-            files.append((path, label, otlp_spans if _is_otlp(path) else phoenix_jsonl_spans))
+            first = _first_record(path, label)
+            if "resourceSpans" in first:
+                reader = otlp_spans
+            elif is_annotation_record(first):
+                reader = phoenix_jsonl_annotations
+            else:
+                reader = phoenix_jsonl_spans
+        files.append((path, label, reader))
     return files
 
 
@@ -120,28 +138,31 @@ def logs_origin(folder: Path) -> str | None:
     return origin if logs is None else f"{origin}; {logs.name} ignored: traces/ wins"
 
 
-def _is_otlp(path: Path) -> bool:
-    with open(path, encoding="utf-8") as handle:
-        for text in handle:
-            if text.strip():
-                return '"resourceSpans"' in text
-    return False
+def _first_record(path: Path, label: str) -> dict:
+    """The first JSON record of a JSON lines file ({} when it has none or it is no object)."""
+    first = next(json_lines(path, label, "record"), (0, {}))[1]
+    return first if isinstance(first, dict) else {}
 
 
 def _error(label: str, message: str) -> DatasetError:
     return DatasetError(label, [ValidationIssue(label, message)])
 
 
-def read_traces(folder: Path, window: Window | None = None) -> dict[str, dict[str, Span]]:
+def read_traces(
+    folder: Path, window: Window | None = None
+) -> tuple[dict[str, dict[str, Span]], dict[str, str]]:
     """The spans of every trace file, by trace id and span id (a span exported twice is kept
-    once). With `window` (UTC nanoseconds [start, end)), only spans starting in it are kept."""
+    once), and the users' feedback by span id (span annotations). With `window` (UTC
+    nanoseconds [start, end)), only spans starting in it are kept."""
     traces: dict[str, dict[str, Span]] = {}
+    feedback: dict[str, str] = {}
     for path, label, reader in trace_files(folder):
-        for span in reader(path, label):
-            if window is not None and not window[0] <= span.start_ns < window[1]:
-                continue
-            traces.setdefault(span.trace_id, {}).setdefault(span.span_id, span)
-    return traces
+        for record in reader(path, label):
+            if isinstance(record, Feedback):
+                feedback.setdefault(record.span_id, record.value)
+            elif window is None or window[0] <= record.start_ns < window[1]:
+                traces.setdefault(record.trace_id, {}).setdefault(record.span_id, record)
+    return traces, feedback
 
 
 def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
@@ -155,12 +176,13 @@ def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
     one whose root span is missing (its children found without it) is not read by day."""
     window = None if day is None else (day[0] - CLOCK_SKEW_NS, day[1] + TRACE_MARGIN_NS)
     rows, llm_calls = [], []
-    for spans in read_traces(folder, window).values():
+    traces, feedback = read_traces(folder, window)
+    for spans in traces.values():
         ordered = sorted(spans.values(), key=lambda s: (s.start_ns, s.span_id))
         root = _root(ordered)
         if day is not None and (root.parent_id is not None or not day[0] <= root.start_ns < day[1]):
             continue  # the root is on another day (or outside the export)
-        row, calls = _interaction(root, ordered)
+        row, calls = _interaction(root, ordered, feedback)
         llm_calls.extend((len(rows), *call) for call in calls)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=[c for c in INTERACTION_COLUMNS if c != "cost_usd"])
@@ -196,10 +218,10 @@ def _root(spans: list[Span]) -> Span:
 
 
 def _interaction(
-    root: Span, spans: list[Span]
+    root: Span, spans: list[Span], feedback: dict[str, str]
 ) -> tuple[dict[str, object], list[tuple[object, float, float]]]:
     """One trace's row (without `cost_usd`) and its LLM calls (model, prompt, completion), from
-    its root and its spans in start order."""
+    its root, its spans in start order and the feedback annotations by span id."""
     retrievers = [s for s in spans if s.kind == RETRIEVER]
     llms = [s for s in spans if s.kind == LLM]
     question = _text(root, INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
@@ -243,7 +265,8 @@ def _interaction(
         "model": models.pop() if len(models) == 1 else None,
         "prompt_tokens": sum(c[1] for c in calls) if calls else np.nan,
         "completion_tokens": sum(c[2] for c in calls) if calls else np.nan,
-        "feedback": _found(others, FEEDBACK),
+        "feedback": _found(others, FEEDBACK)
+        or next((feedback[s.span_id] for s in others if s.span_id in feedback), None),
     }
     return row, calls
 

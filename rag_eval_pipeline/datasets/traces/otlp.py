@@ -10,7 +10,6 @@ key/values (`{"key": k, "value": {"stringValue" | "intValue" | "doubleValue" | "
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     SPAN_KIND,
     Span,
     bad_value,
+    json_lines,
     span_kind,
     split_attributes,
 )
@@ -42,21 +42,16 @@ class _Line:
 
 def otlp_spans(path: Path, label: str) -> Iterator[Span]:
     """The spans of an OTLP JSON lines file, in file order (`label`: the file's name in errors)."""
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            where = _Line(label, number)
-            try:
-                request = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise where.error("ExportTraceServiceRequest", text[:40], error.msg) from None
-            if not isinstance(request, dict) or "resourceSpans" not in request:
-                raise where.error("resourceSpans", text[:40], "not an ExportTraceServiceRequest")
-            for r, resource in enumerate(_list(request, "resourceSpans", where)):
-                for s, scope in enumerate(_list(resource, "scopeSpans", where)):
-                    for p, span in enumerate(_list(scope, "spans", where)):
-                        yield _span(span, f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", where)
+    for number, request in json_lines(path, label, "ExportTraceServiceRequest"):
+        where = _Line(label, number)
+        if not isinstance(request, dict) or "resourceSpans" not in request:
+            raise where.error(
+                "resourceSpans", str(request)[:40], "not an ExportTraceServiceRequest"
+            )
+        for r, resource in enumerate(_list(request, "resourceSpans", where)):
+            for s, scope in enumerate(_list(resource, "scopeSpans", where)):
+                for p, span in enumerate(_list(scope, "spans", where)):
+                    yield _span(span, f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", where)
 
 
 def _list(parent: object, key: str, where: _Line) -> list:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +30,23 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     EXCEPTION_TYPE,
     Span,
     bad_value,
+    json_lines,
     span_kind,
     split_attributes,
 )
 
 ATTRIBUTE_PREFIX = "attributes."
+FEEDBACK_ANNOTATIONS = frozenset({"feedback", "user_feedback"})
 CONTEXT_PREFIX = "context."
 PARQUET_BATCH_ROWS = 10_000
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A user's feedback on a span, from a span annotation."""
+
+    span_id: str
+    value: str
 
 
 def phoenix_parquet_spans(path: Path, label: str) -> Iterator[Span]:
@@ -48,17 +60,53 @@ def phoenix_parquet_spans(path: Path, label: str) -> Iterator[Span]:
 
 def phoenix_jsonl_spans(path: Path, label: str) -> Iterator[Span]:
     """The spans of a Phoenix JSON lines export (line numbers in errors)."""
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise bad_value(label, "span", text[:40], error.msg, line=number) from None
-            if not isinstance(record, dict):
-                raise bad_value(label, "span", record, "not a span object", line=number)
-            yield phoenix_span(record, label, line=number)
+    for number, record in json_lines(path, label, "span"):
+        if not isinstance(record, dict):
+            raise bad_value(label, "span", record, "not a span object", line=number)
+        yield phoenix_span(record, label, line=number)
+
+
+def phoenix_parquet_annotations(path: Path, label: str) -> Iterator[Feedback]:
+    """The user feedback among a Phoenix span annotations export in Parquet."""
+    row = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+        for record in batch.to_pylist():
+            row += 1
+            yield from _feedback(record, label, row=row)
+
+
+def phoenix_jsonl_annotations(path: Path, label: str) -> Iterator[Feedback]:
+    """The user feedback among a Phoenix span annotations export in JSON lines."""
+    for number, record in json_lines(path, label, "annotation"):
+        yield from _feedback(record, label, line=number)
+
+
+def is_annotation_record(names: Iterable[str]) -> bool:
+    """Field names of a Phoenix span annotation: `get_span_annotations_dataframe()`'s columns
+    (`annotation_name`, `result.label`, ...) or the REST API's record (`name`, `result`)."""
+    names = set(names)
+    return "annotation_name" in names or {"span_id", "name", "result"} <= names
+
+
+def _feedback(
+    record: object, label: str, line: int | None = None, row: int | None = None
+) -> Iterator[Feedback]:
+    """The record's user feedback: a HUMAN annotation named `FEEDBACK_ANNOTATIONS` (any case,
+    `-`/space as `_`), its `result.label` (thumbs, or a 1–5 rating; a score alone is on no
+    known scale, so it is not read)."""
+    if not isinstance(record, dict):
+        raise bad_value(label, "annotation", record, "not an annotation object", line, row)
+    flat = flatten(record, "", {})
+    name = str(flat.get("annotation_name", flat.get("name", ""))).lower()
+    kind = str(flat.get("annotator_kind", "HUMAN")).upper()
+    value = flat.get("result.label")
+    if kind != "HUMAN" or re.sub(r"[\s-]+", "_", name) not in FEEDBACK_ANNOTATIONS:
+        return
+    span_id = flat.get("span_id")
+    if not isinstance(span_id, str) or not span_id.strip():
+        raise bad_value(label, "span_id", span_id, "missing or not a string", line, row)
+    if value is not None:
+        yield Feedback(span_id.strip().lower(), str(value).replace("-", "_"))
 
 
 def flatten(value: object, prefix: str, into: dict[str, object]) -> dict[str, object]:
