@@ -315,6 +315,13 @@ def test_bad_phoenix_row_and_non_json_line_are_named(tmp_path: Path, traces: lis
     (tmp_path / "traces" / "otel.jsonl").write_text('{"resourceSpans": []}\n{"resourceSp\n')
     with pytest.raises(DatasetError, match=r"traces/otel.jsonl, line 2"):
         trace_interactions(tmp_path)
+    (tmp_path / "traces" / "otel.jsonl").write_bytes(b'{"resourceSpans": []}\n\n\xff{}\n')
+    with pytest.raises(DatasetError, match=r"otel.jsonl, line 3.*not UTF-8 text: .*xff"):
+        trace_interactions(tmp_path)
+    (tmp_path / "traces" / "otel.jsonl").unlink()
+    (tmp_path / "traces" / "spans.parquet").write_bytes(b"PAR1 not parquet")
+    with pytest.raises(DatasetError, match=r"traces/spans.parquet: not a Parquet file"):
+        trace_interactions(tmp_path)
 
 
 def test_traces_win_over_logs_and_are_validated_as_logs(traces: list, tmp_path: Path) -> None:

@@ -146,9 +146,14 @@ def bad_value(
 
 def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
     """The line number and parsed JSON of each non-blank line of a file; a line that is not
-    JSON raises naming the file, the line and `what` it should hold."""
-    with open(path, encoding="utf-8") as handle:
-        for number, text in enumerate(handle, start=1):
+    JSON (or not UTF-8) raises naming the file, the line and `what` it should hold."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad = raw[error.start : error.end]
+                raise bad_value(label, what, bad, "not UTF-8 text", line=number) from None
             if not text.strip():
                 continue
             try:

@@ -10,8 +10,8 @@ status or `exception` event, `latency_ms` = its duration. RETRIEVER spans give
 order, each id once) and `retrieval_latency_ms`; LLM spans give `generation_latency_ms` (both:
 the time covered by the union of the spans' intervals, so nested or parallel calls count once),
 the token counts (`llm.token_count.*`, else `gen_ai.usage.*`) and `cost_usd` (each call priced by
-litellm, summed; NaN when one is unknown). `feedback` is a `feedback` attribute. The full
-mapping table is in docs/traces.md.
+litellm, summed; NaN when one is unknown). `feedback` is a `feedback` attribute, else a
+user's feedback annotation (Phoenix). The full mapping table is in docs/traces.md.
 
 A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
 an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
@@ -114,7 +115,11 @@ def trace_files(folder: Path) -> list[tuple[Path, str, Reader]]:
         if suffix not in TRACE_SUFFIXES:
             raise _error(label, f"not a trace file (expected {', '.join(TRACE_SUFFIXES)})")
         if suffix == ".parquet":
-            annotations = is_annotation_record(pq.read_schema(path).names)
+            try:
+                columns = pq.read_schema(path).names
+            except (pa.ArrowException, OSError) as error:
+                raise _error(label, f"not a Parquet file ({error})") from None
+            annotations = is_annotation_record(columns)
             reader = phoenix_parquet_annotations if annotations else phoenix_parquet_spans
         else:
             first = _first_record(path, label)
