@@ -37,6 +37,7 @@ from rag_eval_pipeline_tests.trace_fixtures import (
     DAYS,
     DOC_TEXTS,
     TIMEZONE,
+    RawSpan,
     day_of,
     expected_day,
     export_request,
@@ -150,6 +151,59 @@ def test_an_interaction_is_its_traces_root_retrievers_and_llm_calls(
             assert row["answer"].startswith(f"answer {number}:")
     failed = rows["error"].dropna()
     assert set(failed) == {"upstream timeout", "KeyError: 'choices'"}
+
+
+def test_an_http_server_root_span_wraps_the_instrumented_chain(tmp_path: Path) -> None:
+    """OTel's HTTP server span is the root (the user's latency); the OpenInference CHAIN
+    under it, the closest span with an `input.value`, holds the question and the answer."""
+    t0, ms = 1_794_000_000_000_000_000, 10**6
+    trace = "a" * 32
+    spans = [
+        RawSpan(
+            trace,
+            "1" * 16,
+            None,
+            "POST /ask",
+            "",
+            t0,
+            t0 + 900 * ms,
+            {"http.route": "/ask", "http.response.status_code": 200},
+        ),
+        RawSpan(
+            trace,
+            "2" * 16,
+            "1" * 16,
+            "rag",
+            "CHAIN",
+            t0 + 5 * ms,
+            t0 + 880 * ms,
+            {
+                "input.value": "How do I reset it?",
+                "output.value": "Open Security.",
+                "session.id": "s9",
+            },
+        ),
+        RawSpan(
+            trace,
+            "3" * 16,
+            "2" * 16,
+            "retrieve",
+            "RETRIEVER",
+            t0 + 10 * ms,
+            t0 + 60 * ms,
+            {"input.value": "reset password", "retrieval.documents.0.document.id": "d1"},
+        ),
+    ]
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "t.json").write_text(json.dumps(export_request(spans)) + "\n")
+    row = trace_interactions(tmp_path).iloc[0]
+    assert (row["question"], row["answer"], row["session_id"]) == (
+        "How do I reset it?",
+        "Open Security.",
+        "s9",
+    )
+    assert (row["latency_ms"], row["retrieval_latency_ms"]) == (900.0, 50.0)
+    assert list(row["retrieved_doc_ids"]) == ["d1"] and row["error"] is None
 
 
 def test_phoenix_parquet_and_jsonl_exports_read_as_the_otlp_traces(

@@ -3,15 +3,18 @@
 Files are read one after the other and each span is reduced as it is read (`Span`: only the
 mapped attributes), then grouped by trace id. The root span (no parent; else the earliest span
 whose parent is not in the export) is the interaction: `log_id` = trace id, `timestamp` = its
-start, `question`/`answer` = its `input.value`/`output.value` (the question else the first
-RETRIEVER span's input), `session_id`/`user_id` = `session.id`/`user.id`, `error` = its ERROR
-status or `exception` event, `latency_ms` = its duration. RETRIEVER spans give
-`retrieved_doc_ids`/`contexts` (`retrieval.documents.N.document.id`/`.content`, spans in start
-order, each id once) and `retrieval_latency_ms`; LLM spans give `generation_latency_ms` (both:
-the time covered by the union of the spans' intervals, so nested or parallel calls count once),
-the token counts (`llm.token_count.*`, else `gen_ai.usage.*`) and `cost_usd` (each call priced by
-litellm, summed; NaN when one is unknown). `feedback` is a `feedback` attribute, else a
-user's feedback annotation (Phoenix). The full mapping table is in docs/traces.md.
+start, `latency_ms` = its duration, `error` = its ERROR status or `exception` event (else the
+entry span's). The entry span (the root, or the span closest to it that records an
+`input.value`, as under an HTTP server span) gives `question`/`answer` = its
+`input.value`/`output.value` (the question else the first RETRIEVER span's input);
+`session_id`/`user_id` = `session.id`/`user.id` (the entry's, the root's, else any span's).
+RETRIEVER spans give `retrieved_doc_ids`/`contexts` (`retrieval.documents.N.document.id` and
+`.content`, spans in start order, each id once) and `retrieval_latency_ms`; LLM spans give
+`generation_latency_ms` (both: the time covered by the union of the spans' intervals, so
+nested or parallel calls count once), the token counts (`llm.token_count.*`, else
+`gen_ai.usage.*`) and `cost_usd` (each call priced by litellm, summed; NaN when one is
+unknown). `feedback` is a `feedback` attribute, else a user's feedback annotation (Phoenix).
+The full mapping table is in docs/traces.md.
 
 A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
 an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
@@ -222,6 +225,24 @@ def _root(spans: list[Span]) -> Span:
     )
 
 
+def _entry(root: Span, spans: list[Span]) -> Span:
+    """The span where the application received the question: the root when it records an
+    `input.value`, else the span closest to the root that does (the earliest among equals), as
+    when an HTTP server span wraps the instrumented chain; the root when none does."""
+    parents = {span.span_id: span.parent_id for span in spans}
+
+    def depth(span: Span) -> int:
+        steps, parent = 0, span.parent_id
+        while parent in parents and steps < len(parents):
+            steps, parent = steps + 1, parents[parent]
+        return steps
+
+    asked = [s for s in spans if s.attributes.get(INPUT_VALUE) is not None]
+    if root.attributes.get(INPUT_VALUE) is not None or not asked:
+        return root
+    return min(asked, key=lambda s: (depth(s), s.start_ns))
+
+
 def _interaction(
     root: Span, spans: list[Span], feedback: dict[str, str]
 ) -> tuple[dict[str, object], list[tuple[object, float, float]]]:
@@ -229,7 +250,8 @@ def _interaction(
     its root, its spans in start order and the feedback annotations by span id."""
     retrievers = [s for s in spans if s.kind == RETRIEVER]
     llms = [s for s in spans if s.kind == LLM]
-    question = _text(root, INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
+    entry = _entry(root, spans)
+    question = _text(entry, INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
     if question is None and retrievers:
         question = _text(retrievers[0], INPUT_VALUE, INPUT_MIME_TYPE, QUESTION_KEYS)
     if question is None:
@@ -238,7 +260,7 @@ def _interaction(
             [
                 ValidationIssue(
                     root.source,
-                    f"the root span of trace {root.trace_id!r} has no question",
+                    f"no span of trace {root.trace_id!r} has a question",
                     column=INPUT_VALUE,
                 )
             ],
@@ -253,12 +275,12 @@ def _interaction(
         for llm in llms
     ]
     models = {str(model) for model, _, _ in calls if model is not None}
-    others = [root, *(s for s in spans if s is not root)]
+    others = [entry, root, *(s for s in spans if s is not root and s is not entry)]
     row = {
         "log_id": root.trace_id,
         "timestamp": root.start_ns,
         "question": question,
-        "answer": _text(root, OUTPUT_VALUE, OUTPUT_MIME_TYPE, ANSWER_KEYS),
+        "answer": _text(entry, OUTPUT_VALUE, OUTPUT_MIME_TYPE, ANSWER_KEYS),
         "retrieved_doc_ids": doc_ids,
         "contexts": contexts or None,
         "session_id": _found(others, SESSION_ID),
@@ -266,7 +288,7 @@ def _interaction(
         "latency_ms": (root.end_ns - root.start_ns) / 1e6,
         "retrieval_latency_ms": _covered_ms(retrievers),
         "generation_latency_ms": _covered_ms(llms),
-        "error": root.error,
+        "error": root.error or entry.error,
         "model": models.pop() if len(models) == 1 else None,
         "prompt_tokens": sum(c[1] for c in calls) if calls else np.nan,
         "completion_tokens": sum(c[2] for c in calls) if calls else np.nan,
