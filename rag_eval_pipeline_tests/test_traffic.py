@@ -31,7 +31,12 @@ from rag_eval_pipeline.evaluation.regression import (
     PERMUTATION_TEST,
     QUANTILE_TEST,
 )
-from rag_eval_pipeline.evaluation.traffic import judged_sample
+from rag_eval_pipeline.evaluation.traffic import (
+    day_interactions,
+    judged_sample,
+    traffic_item_values,
+    traffic_items,
+)
 from rag_eval_pipeline.metrics.stats import (
     fisher_exact_tails,
     permutation_tails,
@@ -188,6 +193,36 @@ def test_three_days_of_logs_make_three_daily_partitions(
         if pd.Timestamp(r["timestamp"]).tz_convert(TIMEZONE).date().isoformat() in DAYS
     ]
     assert len(seen) == len(in_window) < len(logs)
+
+
+def test_replayed_logs_are_the_day_of_any_date(
+    dagster_instance: DagsterInstance, embedder: Embedder, tmp_path: Path
+) -> None:
+    """A `traffic_replay` version: every logged interaction falls on the partition's date at
+    its time of day; the assets give the figures of the library on the logs held whole."""
+    logs = three_days_of_logs()
+    resources, run_config = traffic_deployment(dagster_instance, embedder, tmp_path, logs)
+    folder = tmp_path / "datasets" / VERSION
+    (folder / "dataset.yaml").write_text("traffic_replay: true\n")
+    day = "2026-11-20"  # no interaction was logged on it
+    result = materialize(
+        [golden_dataset, traffic_metrics],
+        partition_key=evaluation_partition_key(VERSION, day),
+        instance=dagster_instance,
+        resources=resources,
+        run_config={"ops": {"traffic_metrics": run_config["ops"]["traffic_metrics"]}},
+    )
+    assert result.success
+    assert result.asset_materializations_for_node("traffic_metrics")[0].metadata[
+        "volume"
+    ].value == len(logs)
+    items = pd.read_parquet(tmp_path / "warehouse" / "traffic_metrics" / VERSION / f"{day}.parquet")
+    expected = traffic_items(
+        traffic_item_values(
+            day_interactions(load_dataset(folder).logs, date(2026, 11, 20), TIMEZONE, replay=True)
+        )
+    )
+    pd.testing.assert_frame_equal(items, expected, check_dtype=False)
 
 
 def test_two_days_of_traffic_are_tested_unpaired_against_each_other(

@@ -12,7 +12,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from upath import UPath
 
+from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.evaluation import traffic
 from rag_eval_pipeline.evaluation.traffic import (
     day_bounds,
@@ -26,6 +28,7 @@ from rag_eval_pipeline.evaluation.traffic import (
 )
 from rag_eval_pipeline.metrics.stats import bootstrap_ci
 from rag_eval_pipeline.metrics.traffic import on_date, satisfaction_scores
+from rag_eval_pipeline.storage.parquet import StoredTables, write_tables_atomically
 
 TIMEZONE = "America/New_York"
 DAYS = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]  # DST ends on Nov 1
@@ -163,3 +166,26 @@ def test_a_source_out_of_time_order_is_an_error(tmp_path: Path) -> None:
     frame.to_parquet(path, index=False)
     with pytest.raises(ValueError, match="not in time order at log_id"):
         list(parquet_day_interactions(path, DAYS[1], TIMEZONE, 20))
+
+
+@pytest.mark.parametrize("base", ["memory://traffic-streaming", "local"])
+def test_stored_golden_logs_stream_a_day_locally_and_from_fsspec(tmp_path: Path, base: str) -> None:
+    """What the traffic assets read: the golden dataset's stored logs (shuffled, no `log_id`,
+    so stored in day order with row-number ids) streamed by day with pushdown, equal to
+    `day_interactions` on the table held whole; on the local disk and on an fsspec store."""
+    logs = logs_frame(600).drop(columns="log_id").sample(frac=1.0, random_state=1)
+    dataset = GoldenDataset(version="v", queries=pd.DataFrame(), qrels=pd.DataFrame(), logs=logs)
+    folder = UPath(base) / "golden" / "v" / "2026-11-02" if base != "local" else None
+    folder = folder or UPath(tmp_path) / "golden" / "v" / "2026-11-02"
+    write_tables_atomically(dataset.stored_tables(), folder)
+    tables = StoredTables.open(folder)
+    path, filesystem = tables.arrow_location("logs")
+    assert (filesystem is None) == (base == "local")
+    for day in DAYS:
+        streamed = pd.concat(
+            parquet_day_interactions(path, day, TIMEZONE, 64, filesystem=filesystem),
+            ignore_index=True,
+        )
+        held = day_interactions(logs, day, TIMEZONE)
+        scores = satisfaction_scores(held["feedback"].tolist())
+        pd.testing.assert_frame_equal(streamed[held.columns], held.assign(feedback=scores))

@@ -30,6 +30,7 @@ from rag_eval_pipeline.datasets.readers import (
     read_trec_run,
     trec_run_batches,
 )
+from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
 from rag_eval_pipeline.datasets.validation import (
     MAX_TEXT_CHARS,
     SCHEMAS,
@@ -41,6 +42,7 @@ from rag_eval_pipeline.datasets.versions import (
     find_table_file,
     validate_version_name,
 )
+from rag_eval_pipeline.metrics.traffic import time_ordered
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
 
 REQUIRED_TABLES = ("queries", "qrels")
@@ -75,9 +77,15 @@ class GoldenDataset:
         }
 
     def stored_tables(self) -> dict[str, pd.DataFrame | TableBatches]:
-        """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table."""
-        runs = {} if self.runs is None else {"runs": self.runs}
-        return {**self.tables(), **runs, "manifest": self.manifest.to_frame()}
+        """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table; logs
+        with timestamps in the day order (`time_ordered`), so the traffic tier reads one day
+        of them by pushing its time filter down to the Parquet row groups."""
+        tables: dict[str, pd.DataFrame | TableBatches] = dict(self.tables())
+        if self.logs is not None and "timestamp" in self.logs.columns:
+            tables["logs"] = time_ordered(self.logs)
+        if self.runs is not None:
+            tables["runs"] = self.runs
+        return {**tables, "manifest": self.manifest.to_frame()}
 
     @classmethod
     def from_tables(
@@ -182,6 +190,13 @@ def load_dataset(
             if _table_path(folder, name, manifest) is None:
                 issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
         for name in ("queries", "qrels", *OPTIONAL_TABLES):
+            if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
+                raw = _read_traces(folder, issues)
+                if raw is not None:
+                    tables[name], validators[name] = _validated(
+                        raw, name, f"{TRACES_FOLDER}/", issues, limits
+                    )
+                continue
             path = _table_path(folder, name, manifest)
             if path is None:
                 continue
@@ -247,6 +262,15 @@ def _table_path(folder: Path, name: str, manifest: DatasetManifest) -> Path | No
     if path is None and name == "qrels":
         return _beir_qrels(folder, manifest.split)
     return path
+
+
+def _read_traces(folder: Path, issues: list[ValidationIssue]) -> pd.DataFrame | None:
+    """The interactions of the folder's `traces/`, or None with the problem added to `issues`."""
+    try:
+        return trace_interactions(folder)
+    except DatasetError as error:
+        issues.extend(error.issues)
+        return None
 
 
 def _beir_qrels(folder: Path, split: str) -> Path | None:

@@ -6,7 +6,8 @@ golden dataset's tables) is a folder `<date>/` with one `<table>.parquet` each. 
 `rag_eval_pipeline.storage.parquet`'s atomic ones (Dagster's base class opens the target for
 writing and truncates it). A `TableBatches` output (Tier 1's runs at production size) is written
 one row group per chunk, and an input annotated `TableBatches` is read back chunk by chunk, so
-memory stays bounded through the asset boundary.
+memory stays bounded through the asset boundary; a folder of tables read as an input annotated
+`StoredTables` is opened, not read (the consumer reads the tables it needs, or part of one).
 """
 
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
+    StoredTables,
     escape_partition_path,
     read_batches,
     read_parquet,
@@ -61,11 +63,13 @@ class ParquetIOManager(UPathIOManager):
 
     def load_from_path(self, context: InputContext, path: UPath) -> Any:
         if path.exists():
-            if _wants_batches(context):
+            if _wants(context, TableBatches):
                 return read_batches(path)
             return read_parquet(path)
         folder = path.with_suffix("")
         if folder.exists():
+            if _wants(context, StoredTables):
+                return StoredTables.open(folder)
             return read_tables(folder)
         asset = context.asset_key.to_user_string() if context.has_asset_key else "input"
         raise MissingPartitionError(
@@ -85,10 +89,10 @@ class ParquetIOManager(UPathIOManager):
         return {}
 
 
-def _wants_batches(context: InputContext) -> bool:
-    """The input is annotated `TableBatches` (a context built without a type: no)."""
+def _wants(context: InputContext, annotation: type) -> bool:
+    """The input is annotated `annotation` (a context built without a type: no)."""
     try:
-        return context.dagster_type.typing_type is TableBatches
+        return context.dagster_type.typing_type is annotation
     except DagsterInvariantViolationError:
         return False
 

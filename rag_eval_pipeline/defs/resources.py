@@ -13,6 +13,7 @@ from dagster import ConfigurableResource
 
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.validity import (
     Verdict,
     VersionScan,
@@ -66,6 +67,10 @@ class DatasetsResource(ConfigurableResource):
         except InvalidVersionName as error:
             return refused(version, str(error))
         return version_verdict(folder, self.limits)
+
+    def logs_origin(self, version: str) -> str | None:
+        """Where the version's interactions come from (`traces/` wins over `logs.*`)."""
+        return logs_origin(version_dir(Path(self.root), version))
 
     def problem(self, version: str) -> str | None:
         """Why `version` cannot be evaluated, in one line; None when it loads and validates."""

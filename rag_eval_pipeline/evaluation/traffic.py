@@ -9,9 +9,9 @@ Per day (quality rows): volume, latency p50/p95/p99, error rate, cost per query 
 mean satisfaction and the positive-feedback rate.
 
 At production size a day is a stream: a source (`DAY_SOURCES`: Parquet with the day's filter
-pushed down, JSONL, or the in-memory `logs`) yields its interactions in time-ordered chunks of
-the frame `day_interactions` gives, `TrafficDay` aggregates them and `judged_sample_of_chunks`
-draws the judged sample in two passes, so the day is never held whole.
+pushed down, JSONL, a `traces/` folder, or the in-memory `logs`) yields its interactions in
+time-ordered chunks of the frame `day_interactions` gives, `TrafficDay` aggregates them and
+`judged_sample_of_chunks` draws the judged sample in two passes, so the day is never held whole.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 from pyarrow import json as pa_json
 
+from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, single_values
 from rag_eval_pipeline.metrics.stats import NORMAL_APPROXIMATION_ABOVE, percentiles, summarize
 from rag_eval_pipeline.metrics.traffic import (
@@ -38,6 +39,7 @@ from rag_eval_pipeline.metrics.traffic import (
     on_date,
     positive_feedback,
     satisfaction_scores,
+    time_ordered,
     token_costs,
 )
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches
@@ -52,11 +54,6 @@ MEAN_METRICS = {
     "satisfaction": "avg_satisfaction",
     "positive_feedback": "positive_feedback_rate",
 }
-
-
-def has_traffic(logs: pd.DataFrame | None) -> bool:
-    """The version logs production traffic with timestamps (the traffic tier applies)."""
-    return logs is not None and "timestamp" in logs.columns
 
 
 def replayed_on(timestamps: pd.Series, day: date, timezone: str) -> pd.Series:
@@ -83,8 +80,7 @@ def day_interactions(
         logs = logs.assign(log_id=logs.index.astype(str))
     if replay:
         logs = logs.assign(timestamp=replayed_on(logs["timestamp"], day, timezone))
-    selected = logs[on_date(logs["timestamp"], day, timezone)]
-    return selected.sort_values(["timestamp", "log_id"], kind="stable").reset_index(drop=True)
+    return time_ordered(logs[on_date(logs["timestamp"], day, timezone)])
 
 
 def interaction_costs(interactions: pd.DataFrame) -> np.ndarray:
@@ -379,10 +375,14 @@ def day_bounds(day: date, timezone: str) -> tuple[pd.Timestamp, pd.Timestamp]:
 
 
 def frame_day_interactions(
-    logs: pd.DataFrame | None, day: date, timezone: str, rows: int = CHUNK_ROWS
+    logs: pd.DataFrame | None,
+    day: date,
+    timezone: str,
+    rows: int = CHUNK_ROWS,
+    replay: bool = False,
 ) -> Iterator[pd.DataFrame]:
     """The in-memory source: :func:`day_interactions` of a validated `logs` table, in slices."""
-    return TableBatches.of(day_interactions(logs, day, timezone), rows).frames()
+    return TableBatches.of(day_interactions(logs, day, timezone, replay), rows).frames()
 
 
 def parquet_day_interactions(
@@ -391,8 +391,10 @@ def parquet_day_interactions(
     timezone: str,
     rows: int = CHUNK_ROWS,
     columns: Sequence[str] | None = None,
+    filesystem: object | None = None,
 ) -> Iterator[pd.DataFrame]:
-    """The Parquet source: the interactions of `day` from a logs file (or a folder of them).
+    """The Parquet source: the interactions of `day` from a logs file (or a folder of them),
+    on the local disk or on `filesystem` (an fsspec or Arrow filesystem, e.g. a UPath's `fs`).
 
     The filter start ≤ `timestamp` < end (:func:`day_bounds`) is pushed down to the row
     groups, so the other days' row groups are skipped unread; only `columns` are read (all
@@ -400,7 +402,7 @@ def parquet_day_interactions(
     `timestamp` is a Parquet timestamp column, the other columns as in `logs.*` (`log_id`
     required, `feedback` as logged: thumbs or 1-5 ratings).
     """
-    logs = ds.dataset(path, format="parquet")
+    logs = ds.dataset(path, format="parquet", filesystem=filesystem)
     start, end = day_bounds(day, timezone)
     timestamp = ds.field("timestamp")
     on_day = (timestamp >= pa.scalar(start)) & (timestamp < pa.scalar(end))
@@ -464,6 +466,18 @@ def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             )
         previous = (int(stamps[-1]), str(ids[-1]))
         yield frame
+
+
+def traces_day_interactions(
+    folder: str | Path, day: date, timezone: str, rows: int = CHUNK_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The traces source: the interactions of `day` from a version folder's `traces/`, the
+    traces whose root span starts on the day
+    (:func:`~rag_eval_pipeline.datasets.traces.trace_interactions`: spans read file by file and
+    grouped by trace, only those near the day kept)."""
+    start, end = day_bounds(day, timezone)
+    interactions = trace_interactions(Path(folder), (start.value, end.value))
+    return _ordered_day(TableBatches.of(interactions, rows).frames())
 
 
 DAY_SOURCES = {".parquet": parquet_day_interactions, ".jsonl": jsonl_day_interactions}

@@ -108,6 +108,15 @@ def token_costs(
     return prompt * input_price + completion * output_price
 
 
+def time_ordered(logs: pd.DataFrame) -> pd.DataFrame:
+    """Log rows with a `log_id` (the row number as text when the file has none), in
+    (`timestamp`, `log_id`) order: the order of a day's interactions (missing timestamps last)."""
+    logs = logs.reset_index(drop=True)
+    if "log_id" not in logs.columns:
+        logs = logs.assign(log_id=logs.index.astype(str))
+    return logs.sort_values(["timestamp", "log_id"], kind="stable").reset_index(drop=True)
+
+
 def local_dates(timestamps: pd.Series, timezone: str) -> np.ndarray:
     """The calendar date of each timestamp in `timezone` (an IANA name such as `UTC`,
     `Europe/Paris`). Timestamps are tz-aware (validation reads naive ones as UTC); a missing

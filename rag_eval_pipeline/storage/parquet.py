@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import BinaryIO
@@ -236,3 +237,42 @@ def read_tables(folder: UPath) -> dict[str, pd.DataFrame | TableBatches]:
         else read_parquet(folder / f"{name}.parquet")
         for name in names
     }
+
+
+@dataclass(frozen=True)
+class StoredTables:
+    """A folder of tables written by `write_tables_atomically`, read table by table when asked
+    (nothing is read but the manifest), so a consumer can read one table, or only one day of it
+    through `path`, without holding the others."""
+
+    folder: UPath
+    names: tuple[str, ...]
+
+    @staticmethod
+    def open(folder: UPath) -> "StoredTables":
+        """The folder's tables, by its manifest."""
+        with (folder / TABLES_MANIFEST).open("r") as handle:
+            manifest = json.load(handle)
+        names = manifest if isinstance(manifest, list) else manifest["tables"]
+        return StoredTables(folder, tuple(names))
+
+    def path(self, name: str) -> UPath:
+        """Where table `name` is stored (its Parquet file)."""
+        return self.folder / f"{name}.parquet"
+
+    def arrow_location(self, name: str) -> tuple[str, object | None]:
+        """Table `name`'s path and filesystem as Arrow's dataset reader takes them (None: the
+        local disk, read natively; else the UPath's fsspec filesystem)."""
+        path = self.path(name)
+        return (path.path, None) if _is_local(path) else (path.path, path.fs)
+
+    def columns(self, name: str) -> list[str]:
+        """The column names of table `name` (its Parquet schema only; [] when absent)."""
+        if name not in self.names:
+            return []
+        with self.path(name).open("rb") as handle:
+            return list(pq.read_schema(handle).names)
+
+    def read(self, name: str) -> pd.DataFrame | None:
+        """Table `name` whole, or None when the folder does not hold it."""
+        return read_parquet(self.path(name)) if name in self.names else None

@@ -28,8 +28,10 @@ def golden_dataset(context: AssetExecutionContext, datasets: DatasetsResource) -
     dataset = datasets.load(version)
     stats = dataset.statistics()
     manifest = dataset.manifest
+    origin = datasets.logs_origin(version)
     context.add_output_metadata(
         {
+            **({"logs_from": MetadataValue.text(origin)} if origin else {}),
             **{name: MetadataValue.int(value) for name, value in stats.items()},
             "relevance_level": MetadataValue.int(manifest.relevance_level),
             "system": MetadataValue.text(manifest.system or "from RAG_EVAL_SYSTEM"),

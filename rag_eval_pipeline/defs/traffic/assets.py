@@ -1,17 +1,19 @@
-"""The traffic tier: production interactions of the partition's date, from `logs.*`.
+"""The traffic tier: production interactions of the partition's date, from `logs.*` or
+`traces/` (read as logs, docs/traces.md), streamed by day from the stored golden dataset.
 
 The date partition holds the interactions logged on that date in the schedule's timezone
 (`RAG_EVAL_SCHEDULE_TIMEZONE`), so a version whose logs span many days feeds many partitions
 and a backfill over those dates builds the day-by-day history.
 """
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import date
 
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
-from rag_eval_pipeline.datasets.golden import GoldenDataset
-from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
@@ -28,15 +30,16 @@ from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judg
 from rag_eval_pipeline.evaluation.traffic import (
     TRAFFIC_ITEM_COLUMNS,
     TRAFFIC_TIER,
-    day_interactions,
-    has_traffic,
-    judged_sample,
+    frame_day_interactions,
+    judged_sample_of_chunks,
+    parquet_day_interactions,
     traffic_item_values,
     traffic_items,
     traffic_quality_rows,
     traffic_values,
 )
 from rag_eval_pipeline.judges.criteria import configured_criteria
+from rag_eval_pipeline.storage.parquet import StoredTables
 
 PLOTTED_METRICS = (
     "volume",
@@ -52,7 +55,8 @@ PLOTTED_METRICS = (
     "avg_context_relevance",
 )
 
-NO_TRAFFIC = "this version has no logs.* with a timestamp column"
+NO_TRAFFIC = "this version has no logs.* with a timestamp column, and no traces/"
+SAMPLED_COLUMNS = ("question", "answer", "contexts", "retrieved_doc_ids")
 
 
 TRAFFIC_JUDGE_METRICS = ("faithfulness", "answer_relevance")
@@ -71,13 +75,41 @@ class TrafficJudgmentConfig(TrafficConfig):
     seed: int = 0
 
 
-def _interactions(
-    context: AssetExecutionContext, dataset: GoldenDataset, timezone: str
-) -> pd.DataFrame:
-    _, day = partition_parts(context)
-    return day_interactions(
-        dataset.logs, date.fromisoformat(day), timezone, dataset.manifest.traffic_replay
-    )
+@dataclass(frozen=True)
+class DayTraffic:
+    """The partition's day of production interactions, read from the stored `golden_dataset`
+    logs as a stream of time-ordered chunks (re-readable: the judged sample reads it twice).
+
+    The stored logs are in day order (`GoldenDataset.stored_tables`), so the day's filter is
+    pushed down to their Parquet row groups (`parquet_day_interactions`) and the day is never
+    held whole; a version whose logs are one replayed typical day (`traffic_replay`) reads that
+    day whole and moves it onto the date.
+    """
+
+    tables: StoredTables
+    day: date
+    timezone: str
+
+    @staticmethod
+    def of(context: AssetExecutionContext, tables: StoredTables, timezone: str) -> "DayTraffic":
+        _, day = partition_parts(context)
+        return DayTraffic(tables, date.fromisoformat(day), timezone)
+
+    @property
+    def present(self) -> bool:
+        """The version logs production traffic with timestamps (the traffic tier applies)."""
+        return "timestamp" in self.tables.columns("logs")
+
+    def chunks(self, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """The day's interactions in time-ordered chunks (only `columns` when given)."""
+        manifest = DatasetManifest.from_frame(self.tables.read("manifest"))
+        if manifest.traffic_replay:
+            logs = self.tables.read("logs")
+            return frame_day_interactions(logs, self.day, self.timezone, replay=True)
+        path, filesystem = self.tables.arrow_location("logs")
+        return parquet_day_interactions(
+            path, self.day, self.timezone, columns=columns, filesystem=filesystem
+        )
 
 
 @asset(
@@ -86,22 +118,30 @@ def _interactions(
     kinds={"pandas", "parquet"},
     description=(
         "One row per (production interaction of the day, metric): latency (total, retrieval, "
-        "generation), error, cost in USD, satisfaction and positive feedback, from `logs.*`."
+        "generation), error, cost in USD, satisfaction and positive feedback, from `logs.*` or "
+        "`traces/`, the day streamed from the stored logs."
     ),
 )
 def traffic_metrics(
     context: AssetExecutionContext,
     config: TrafficConfig,
-    golden_dataset: DatasetTables,
+    golden_dataset: StoredTables,
 ) -> pd.DataFrame:
-    dataset = as_dataset(context, golden_dataset)
-    if not has_traffic(dataset.logs):
+    traffic = DayTraffic.of(context, golden_dataset, config.timezone)
+    if not traffic.present:
         return skipped(context, NO_TRAFFIC, pd.DataFrame(columns=TRAFFIC_ITEM_COLUMNS))
-    interactions = _interactions(context, dataset, config.timezone)
-    items = traffic_items(traffic_item_values(interactions))
+    volume, frames = 0, []
+    for chunk in traffic.chunks():
+        volume += len(chunk)
+        frames.append(traffic_items(traffic_item_values(chunk)))
+    items = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=TRAFFIC_ITEM_COLUMNS)
+    )
     context.add_output_metadata(
         {
-            "volume": MetadataValue.int(len(interactions)),
+            "volume": MetadataValue.int(volume),
             "timezone": MetadataValue.text(config.timezone),
             "n_rows": MetadataValue.int(len(items)),
         }
@@ -122,16 +162,20 @@ def traffic_metrics(
 def traffic_judgments(
     context: AssetExecutionContext,
     config: TrafficJudgmentConfig,
-    golden_dataset: DatasetTables,
+    golden_dataset: StoredTables,
     embedder: EmbedderResource,
     judge_llm: LLMResource,
 ) -> pd.DataFrame:
-    dataset = as_dataset(context, golden_dataset)
+    traffic = DayTraffic.of(context, golden_dataset, config.timezone)
     empty = pd.DataFrame(columns=JUDGMENT_COLUMNS)
-    if not has_traffic(dataset.logs):
+    if not traffic.present:
         return skipped(context, NO_TRAFFIC, empty)
-    interactions = _interactions(context, dataset, config.timezone)
-    sample = judged_sample(interactions, dataset.corpus, config.sample_size, config.seed)
+    sample = judged_sample_of_chunks(
+        lambda: traffic.chunks(SAMPLED_COLUMNS),
+        golden_dataset.read("corpus"),
+        config.sample_size,
+        config.seed,
+    )
     if sample.empty:
         return skipped(context, "no interaction of the day logged an answer and contexts", empty)
     model = embedder.get()
@@ -148,7 +192,6 @@ def traffic_judgments(
     context.add_output_metadata(
         {
             **criteria_metadata(not_computed),
-            "n_interactions": MetadataValue.int(len(interactions)),
             "n_sampled": MetadataValue.int(len(sample)),
             "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
             **llm_usage_metadata("judge", judge.judge_model, client),
@@ -169,11 +212,11 @@ def traffic_judgments(
 )
 def traffic_quality(
     context: AssetExecutionContext,
-    golden_dataset: DatasetTables,
+    golden_dataset: StoredTables,
     traffic_metrics: pd.DataFrame,
     traffic_judgments: pd.DataFrame,
 ) -> pd.DataFrame:
-    if not has_traffic(as_dataset(context, golden_dataset).logs):
+    if not DayTraffic.of(context, golden_dataset, SCHEDULE_TIMEZONE).present:
         return skipped(context, NO_TRAFFIC, empty_quality())
     quality = pd.concat(
         [

@@ -1,0 +1,162 @@
+"""The span attributes a trace is read by, and the compact span every trace reader yields.
+
+Names come from the OpenInference semantic conventions (`openinference-semantic-conventions`,
+the package Phoenix and the OpenInference instrumentors use) and, for plain LLM spans, from the
+OpenTelemetry GenAI conventions
+(<https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/>). `feedback` is ours: no
+convention names a user's rating of an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from openinference.semconv.trace import (
+    DocumentAttributes,
+    OpenInferenceSpanKindValues,
+    SpanAttributes,
+)
+
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.validation import _shown
+
+INPUT_VALUE = SpanAttributes.INPUT_VALUE
+INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
+OUTPUT_VALUE = SpanAttributes.OUTPUT_VALUE
+OUTPUT_MIME_TYPE = SpanAttributes.OUTPUT_MIME_TYPE
+SESSION_ID = SpanAttributes.SESSION_ID
+USER_ID = SpanAttributes.USER_ID
+SPAN_KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
+RETRIEVAL_DOCUMENTS = SpanAttributes.RETRIEVAL_DOCUMENTS
+DOCUMENT_ID = DocumentAttributes.DOCUMENT_ID
+DOCUMENT_CONTENT = DocumentAttributes.DOCUMENT_CONTENT
+DOCUMENT_SCORE = DocumentAttributes.DOCUMENT_SCORE
+LLM_MODEL_NAME = SpanAttributes.LLM_MODEL_NAME
+LLM_PROMPT_TOKENS = SpanAttributes.LLM_TOKEN_COUNT_PROMPT
+LLM_COMPLETION_TOKENS = SpanAttributes.LLM_TOKEN_COUNT_COMPLETION
+RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
+LLM = OpenInferenceSpanKindValues.LLM.value
+UNKNOWN_KIND = OpenInferenceSpanKindValues.UNKNOWN.value
+
+GEN_AI_OPERATION = "gen_ai.operation.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+
+FEEDBACK = "feedback"
+EXCEPTION_EVENT = "exception"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_TYPE = "exception.type"
+
+# The attributes kept from a span (everything else is dropped as it is read).
+KEPT_ATTRIBUTES = frozenset(
+    {
+        INPUT_VALUE,
+        INPUT_MIME_TYPE,
+        OUTPUT_VALUE,
+        OUTPUT_MIME_TYPE,
+        SESSION_ID,
+        USER_ID,
+        SPAN_KIND,
+        LLM_MODEL_NAME,
+        LLM_PROMPT_TOKENS,
+        LLM_COMPLETION_TOKENS,
+        GEN_AI_OPERATION,
+        GEN_AI_REQUEST_MODEL,
+        GEN_AI_INPUT_TOKENS,
+        GEN_AI_OUTPUT_TOKENS,
+        FEEDBACK,
+    }
+)
+DOCUMENT_FIELDS = {DOCUMENT_ID: 0, DOCUMENT_CONTENT: 1, DOCUMENT_SCORE: 2}
+
+
+@dataclass(slots=True)
+class Span:
+    """One span, reduced to what an interaction is made of.
+
+    `kind`: the OpenInference span kind (`LLM` also for a GenAI span naming a model), "" when
+    unknown; `error`: None, or the message of an ERROR status or an `exception` event;
+    `documents`: the retrieved documents in their position order, each `[id, content, score]`;
+    `source`: where the span was read (`traces/<file> line <n>`), for error messages.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    start_ns: int
+    end_ns: int
+    kind: str
+    error: str | None
+    source: str
+    attributes: dict[str, object] = field(default_factory=dict)
+    documents: list[list[object]] = field(default_factory=list)
+
+
+def span_kind(declared: object, attributes: dict[str, object]) -> str:
+    """The span's kind: the declared OpenInference kind, else `LLM` for a GenAI span that
+    names its model (`gen_ai.request.model`), else ""."""
+    if isinstance(declared, str) and declared.strip().upper() not in ("", UNKNOWN_KIND):
+        return declared.strip().upper()
+    if attributes.get(GEN_AI_REQUEST_MODEL) is not None:
+        return LLM
+    return ""
+
+
+def documents_from_flat(flat: dict[str, object]) -> list[list[object]]:
+    """`retrieval.documents.<N>.document.<field>` attributes as documents in `N` order."""
+    by_position: dict[int, list[object]] = {}
+    prefix = RETRIEVAL_DOCUMENTS + "."
+    for key, value in flat.items():
+        position, _, name = key[len(prefix) :].partition(".")
+        if position.isdigit() and name in DOCUMENT_FIELDS:
+            by_position.setdefault(int(position), [None, None, None])[DOCUMENT_FIELDS[name]] = value
+    return [by_position[position] for position in sorted(by_position)]
+
+
+def split_attributes(
+    flat: dict[str, object],
+) -> tuple[dict[str, object], list[list[object]]]:
+    """The kept attributes and the retrieved documents of a span's flat attributes."""
+    kept = {key: value for key, value in flat.items() if key in KEPT_ATTRIBUTES}
+    documents = documents_from_flat(
+        {k: v for k, v in flat.items() if k.startswith(RETRIEVAL_DOCUMENTS + ".")}
+    )
+    return kept, documents
+
+
+def bad_value(
+    file: str,
+    field_name: str,
+    value: object,
+    problem: str,
+    line: int | None = None,
+    row: int | None = None,
+) -> DatasetError:
+    """The error of one bad value in a trace file: file, line (or row), field and value (quoted
+    and cut as every validation message quotes a value)."""
+    issue = ValidationIssue(
+        file, f"{problem}: {_shown(value)}", row=row, column=field_name, line=line
+    )
+    return DatasetError(file, [issue])
+
+
+def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
+    """The line number and parsed JSON of each non-blank line of a file; a line that is not
+    JSON (or not UTF-8) raises naming the file, the line and `what` it should hold."""
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                bad = raw[error.start : error.end]
+                raise bad_value(label, what, bad, "not UTF-8 text", line=number) from None
+            if not text.strip():
+                continue
+            try:
+                yield number, json.loads(text)
+            except json.JSONDecodeError as error:
+                raise bad_value(label, what, text[:40], error.msg, line=number) from None
