@@ -20,8 +20,7 @@ from openinference.semconv.trace import (
     SpanAttributes,
 )
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
-from rag_eval_pipeline.datasets.validation import _shown
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
 
 INPUT_VALUE = SpanAttributes.INPUT_VALUE
 INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
@@ -139,7 +138,7 @@ def bad_value(
     """The error of one bad value in a trace file: file, line (or row), field and value (quoted
     and cut as every validation message quotes a value)."""
     issue = ValidationIssue(
-        file, f"{problem}: {_shown(value)}", row=row, column=field_name, line=line
+        file, f"{problem}: {shown_value(value)}", row=row, column=field_name, line=line
     )
     return DatasetError(file, [issue])
 
