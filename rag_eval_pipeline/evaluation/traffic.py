@@ -462,7 +462,8 @@ def _ordered_day(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         if out_of_order.size:
             raise ValueError(
                 f"logs not in time order at log_id {ids[out_of_order[0] + 1]!r}: a streamed "
-                "source lists each day's interactions by (timestamp, log_id)"
+                "source lists each day's interactions by (timestamp, log_id); a golden_dataset "
+                "partition stored before logs were kept in that order needs materializing again"
             )
         previous = (int(stamps[-1]), str(ids[-1]))
         yield frame
