@@ -104,10 +104,13 @@ def sign_test_items_needed(
     if not (moved > 0 and 0.0 < bar < 1.0) or back_rate < 0:
         return math.inf
 
+    def p_values(sizes: np.ndarray) -> np.ndarray:
+        worse = np.ceil(sizes * (back_rate + moved) - 1e-9).astype(np.int64)
+        better = np.floor(sizes * back_rate + 1e-9).astype(np.int64)
+        return sign_test(worse, better)
+
     def clears(n: int) -> bool:
-        worse = math.ceil(n * (back_rate + moved) - 1e-9)
-        better = math.floor(n * back_rate + 1e-9)
-        return bool(sign_test(np.array([worse]), np.array([better]))[0] < bar)
+        return bool(p_values(np.array([n]))[0] < bar)
 
     high = 1
     while not clears(high):
@@ -115,7 +118,8 @@ def sign_test_items_needed(
         if high > limit:
             return math.inf
     if high <= EXACT_SCAN:
-        return float(next(n for n in range(1, high + 1) if clears(n)))
+        sizes = np.arange(1, high + 1)
+        return float(sizes[np.argmax(p_values(sizes) < bar)])
     low = high // 2
     while high - low > 1:
         middle = (low + high) // 2
