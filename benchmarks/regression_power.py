@@ -17,17 +17,17 @@ Day-to-day noise, independently on each day and system:
 
 * `deterministic`: none (an unchanged system scores the same items the same);
 * `flip f`: each query with probability f flips its HitRate@5, by demoting every relevant
-  document of its top 5 to a random rank 6–20, or promoting its best relevant document to a
-  random rank 1–5 (every other metric moves as the ranks dictate); the same share of
-  judgments is re-drawn;
+  document of its top 5 (and any that would rise into it) to a random rank 6–20, or
+  promoting its best relevant document to a random rank 1–5 (every other metric moves as
+  the ranks dictate); the same share of judgments is re-drawn;
 * `jitter j`: N(0, j) added to every retrieval score (index rebuilds, nondeterministic
   inference), which reorders near-tied documents: j = 0.015 makes about 5.6% of queries differ
   on HitRate@5 from one day to the next (the measured share is printed), the 5.7% the goal
   names; 3% of judgments are re-drawn.
 
 Changes today, in the system under test, of relative size r (10% at n = 200, 20% at n = 56):
-`hit_rate@5` (primary): in a share r of the queries with a relevant document in the top 5,
-every relevant document of the top 5 moves to a random rank 6–20; `ndcg@10` (primary): the
+`hit_rate@5` (primary): in a share r of the queries, every relevant document of the top 5
+(and any that would rise into it) moves to a random rank 6–20; `ndcg@10` (primary): the
 same with the top 10 and ranks 11–30; `hit_rate@1` (secondary): the top 1 to ranks 2–5;
 `avg_answer_relevance` (secondary): m_i → (1 − r)·m_i and every item re-judged; and a
 **collapse** on a 6-question set whose system ranked a relevant document first on every
@@ -213,11 +213,20 @@ def demote(
     to: tuple[int, int],
     chosen: np.ndarray,
 ) -> np.ndarray:
-    """Scores after moving every relevant document of the top `cutoff` of the `chosen` rows to
-    a random rank in `to` (just below the document ranked there)."""
+    """Scores after moving, in the `chosen` rows, every relevant document ranked above the
+    `cutoff`-th non-relevant one (those of the top `cutoff`, and those that would rise into
+    it) to a random rank in `to` among the documents that stay (just below the one ranked
+    there): the top `cutoff` then holds no relevant document. One moved below another may land
+    a rank or two deeper."""
     target = rng.integers(to[0], to[1] + 1, scores.shape)
-    moved = relevant & (ranks(scores) <= cutoff) & chosen[:, None]
-    return np.where(moved, score_at(scores, target) - EPSILON, scores)
+    order = np.argsort(-scores, axis=1, kind="stable")
+    ordered = np.take_along_axis(relevant, order, axis=1)
+    irrelevant_above = np.cumsum(~ordered, axis=1) - ~ordered
+    in_the_way = np.empty_like(ordered)
+    np.put_along_axis(in_the_way, order, ordered & (irrelevant_above < cutoff), axis=1)
+    moved = in_the_way & chosen[:, None]
+    staying = np.where(moved, np.nan, scores)
+    return np.where(moved, score_at(staying, target) - EPSILON, scores)
 
 
 def flip_hits(
