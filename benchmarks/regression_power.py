@@ -283,8 +283,9 @@ class Simulator:
         self.latent = {SUT: data.scores} | {
             f"system_{i + 1}": data.scores + spread[i] for i in range(systems - 1)
         }
-        rank1 = (data.relevant & (ranks(data.scores) == 1)).any(axis=1)
-        self.eligible = np.flatnonzero(rank1) if n <= 6 else np.arange(data.query_ids.size)
+        # the collapse's golden set: a relevant document first, and ranks 21–100 to move it to
+        golden = data.relevant[:, 0] & np.isfinite(data.scores).all(axis=1)
+        self.eligible = np.flatnonzero(golden) if n <= 6 else np.arange(data.query_ids.size)
 
     def rng(self, day: int, *stream: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, self.n, day, *stream])
