@@ -31,8 +31,9 @@ Changes today, in the system under test, of relative size r (10% at n = 200, 20%
 same with the top 10 and ranks 11–30; `hit_rate@1` (secondary): the top 1 to ranks 2–5;
 `avg_answer_relevance` (secondary): m_i → (1 − r)·m_i and every item re-judged; and a
 **collapse** on a 6-question set whose system ranked a relevant document first on every
-question: every relevant document of the top 20 moves to a random rank 21–100 (HitRate@1
-1.0 → 0.0, and every Tier 1 metric moves). Every scenario of a day shares its noise draws.
+question (among queries with 100 ranked documents): every relevant document of the top 20
+(and any that would rise into it) moves to a random rank 21–100 (HitRate@1 1.0 → 0.0, and
+every Tier 1 metric moves). Every scenario of a day shares its noise draws.
 
 Rules, each applied to the same pair of days:
 
@@ -45,14 +46,15 @@ Rules, each applied to the same pair of days:
   instead of its p-value in the bad direction, which is ≥ ½ and cannot change a rejection;
 * `new`: `evaluation.regression.compare_partitions` with the shipped roles, alert budget and
   untested tolerance — what `metric_regressions` does;
-* `oracle`: the changed metric's own one-sided test (the same exact test the new rule runs on
-  it) alone at α: p < α in the bad direction. No rule holding its false alerts on that metric
-  at α detects more.
+* `oracle`: the changed metric's own one-sided test (the one the new rule runs on it: exact,
+  or Monte Carlo beyond 40 changed items) alone at α: p < α in the bad direction. No rule
+  holding its false alerts on that metric at α detects more.
 
 Printed per (noise, n, scenario): the share of days the changed metric is alerted (for "no
 change": the share of days with any alert, and for the oracle, its test of `hit_rate@5`
 rejecting), with the changed metric's mean relative change; then the goals, PASS or FAIL.
-Usage: ``python benchmarks/regression_power.py [--days D --systems S --seed K]``.
+Usage: ``python benchmarks/regression_power.py [--days D --systems S --sizes N... --noises
+LABEL... --seed K --jobs J]`` (blocks of one noise and size run in `--jobs` processes).
 """
 
 from __future__ import annotations
