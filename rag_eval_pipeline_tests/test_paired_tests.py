@@ -1,5 +1,7 @@
 """The paired regression tests and Benjamini–Hochberg against scipy on the same data."""
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -77,6 +79,38 @@ def test_sign_flip_tails_enumerate_exactly_as_scipy(n: int) -> None:
         for alternative in ("less", "greater")
     ]
     np.testing.assert_allclose(paired_randomization_tails(a, b), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 12, 17])
+def test_sign_flip_with_repeated_changes_enumerates_exactly_as_scipy(n: int) -> None:
+    """Changes on a lattice (precision@5 moves by multiples of 0.2) repeat: the enumeration
+    groups equal magnitudes with binomial weights and still counts every pattern."""
+    rng = np.random.default_rng(n)
+    a = rng.choice([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], n)
+    b = np.clip(a + rng.choice([-0.4, -0.2, 0.2], n), 0.0, 1.0)
+    nonzero = (b - a)[b != a]
+    expected = [
+        stats.permutation_test(
+            (nonzero,), np.sum, permutation_type="samples", alternative=side, n_resamples=np.inf
+        ).pvalue
+        for side in ("less", "greater")
+    ]
+    np.testing.assert_allclose(paired_randomization_tails(a, b), expected, rtol=1e-12)
+
+
+def test_exact_sign_flip_of_forty_repeated_changes_is_fast_and_exact() -> None:
+    """40 changes of three sizes: 2^40 patterns, counted through 41·41·41 distinct sums."""
+    sizes, magnitudes = (14, 13, 13), (0.1, 0.2, 0.3)
+    d = np.repeat([-0.1, 0.2, -0.3], sizes)
+    positives = np.meshgrid(*(np.arange(c + 1) for c in sizes), indexing="ij")
+    w = [np.array([math.comb(c, k) for k in range(c + 1)], float) for c in sizes]
+    # every (positives of 0.1, of 0.2, of 0.3), with its number of sign patterns
+    sums = sum(m * (2 * k - c) for m, k, c in zip(magnitudes, positives, sizes, strict=True))
+    weight = np.einsum("i,j,k->ijk", *w)
+    tolerance = 1e-9 * np.abs(d).sum()
+    less = weight[sums <= d.sum() + tolerance].sum() / 2.0**40
+    greater = weight[sums >= d.sum() - tolerance].sum() / 2.0**40
+    assert paired_randomization_tails(np.zeros(40), d) == (less, greater)
 
 
 def test_exact_sign_flip_of_six_items_one_way_is_one_in_64() -> None:

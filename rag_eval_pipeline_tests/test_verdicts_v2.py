@@ -295,3 +295,36 @@ def test_shipped_roles_match_the_decision_metrics() -> None:
     ):
         role = SHIPPED.role(tier, metric, "any")
         assert (role == "primary") == ((tier, metric) in expected), (tier, metric)
+
+
+def test_a_monte_carlo_test_gets_the_resamples_its_bar_needs() -> None:
+    """150 noisy continuous secondaries and 2 primaries on 200 items: a secondary's bar
+    (0.05 · 0.2 / 150 ≈ 6.7e-5) is finer than 10,000 sign flips resolve (p ≥ 1 / 10,001), so
+    a large drop of one of them is re-tested with enough resamples and regressed, never
+    called untestable for want of items."""
+    rng = np.random.default_rng(7)
+    ids = [f"q{i}" for i in range(200)]
+    names = [("tier3_e2e", f"rag-{s}", "avg_e2e_score") for s in "ab"]
+    names += [("ux", "s", f"avg_extra_{j}") for j in range(150)]
+
+    def day(date: str, shift: float) -> PartitionScores:
+        cards, items = [], []
+        for tier, system, metric in names:
+            values = np.clip(0.7 + rng.normal(0, 0.05, 200), 0, 1)
+            values = values - (shift if metric == "avg_extra_0" else 0.0)
+            cards.append(quality(metric, float(values.mean()), tier=tier, system=system))
+            items.append(
+                pd.DataFrame(
+                    {"tier": tier, "system": system, "metric": metric, "item_id": ids}
+                ).assign(value=values)
+            )
+        scorecard = card(*cards, date=date, thresholds=SHIPPED)
+        return PartitionScores("v", date, scorecard, pd.concat(items, ignore_index=True))
+
+    verdicts = compare_partitions(day("d2", 0.2), day("d1", 0.0), RegressionRule())
+    row = verdicts.set_index("metric").loc["avg_extra_0"]
+    assert row["role"] == "secondary" and row["bar"] < 1 / 10_001
+    assert row["p_value"] < row["bar"] / 5  # resolved below the bar, not stuck at 1 / 10,001
+    assert row["verdict"] == "regressed" and row["alert"]
+    quiet = verdicts[verdicts["metric"] != "avg_extra_0"]
+    assert (quiet["verdict"] != "untestable").all()  # 200 items are enough for every row

@@ -20,6 +20,11 @@
   primary is rejected at p < α·0.8 / m_primary however many secondaries there are (`bar`
   holds each row's lone-rejection bar α·w/m). `monitor` metrics (agreement between judge and
   raters, descriptive figures) are tested in a family of their own and never alerted;
+- **Monte Carlo resolution**: a sign-flip or permutation test drawn at random has p ≥
+  1 / (n_resamples + 1); when a row's bar is finer than 10 / (n_resamples + 1), its floor is
+  that of ⌈10 / bar⌉ resamples and, if its first p-value is at most 10 / (n_resamples + 1),
+  the test is re-run with them (`_resolve_monte_carlo`), so a row is never untestable for want
+  of resamples;
 - a **degenerate** test (no discordant pair, no non-zero difference, all values equal) has
   p ≡ 1 and leaves the family: it cannot be rejected and would only raise every other bar;
 - `regressed` needs q < α (0.05 by default) **and** a change in the bad direction beyond the
@@ -53,7 +58,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -66,6 +73,8 @@ from rag_eval_pipeline.metrics.sensitivity import (
     sign_test_min_worse,
 )
 from rag_eval_pipeline.metrics.stats import (
+    EXACT_SIGN_FLIP_MAX,
+    NORMAL_APPROXIMATION_ABOVE,
     benjamini_hochberg,
     fisher_exact_tails,
     fisher_p_floor,
@@ -153,6 +162,9 @@ OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
 # The label of a primary metric alerted on its effect alone (its items are too few to test).
 TOO_FEW_ITEMS = "effect only: too few items to test"
+# A Monte Carlo test whose family's bar is finer than its resamples resolve gets enough of them
+# to reach p = bar / MONTE_CARLO_RESOLUTION (`_resolve_monte_carlo`).
+MONTE_CARLO_RESOLUTION = 10
 # The drop `items_needed` is stated for: a 10% relative drop.
 ITEMS_NEEDED_DROP = 0.1
 EFFECT_ONLY = "effect rule only (no per-item scores)"
@@ -292,16 +304,28 @@ class _Test:
     """One row's test: its name, one-sided p-values, the smallest p-value it could reach on
     its items (conditional on what moved: 1 when nothing did), and the paired counts."""
 
+    def floor_with(self, n_resamples: int) -> float:
+        """The floor the same test reaches with `n_resamples` resamples."""
+        if self.exact_floor is None:
+            return self.floor
+        return max(self.exact_floor, 1.0 / (n_resamples + 1))
+
     name: str
     p_worse: float
     p_better: float
     floor: float
     n_worse: int = 0
     n_better: int = 0
+    # A Monte Carlo test's floor without its resampling limit (1 / the number of sign
+    # patterns or splits); None for a test that enumerates or is exact.
+    exact_floor: float | None = None
 
 
-def _paired_test(base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule) -> _Test:
-    """The exact sign test for 0/1 items, the paired sign-flip test else."""
+def _paired_test(
+    base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule, n_resamples: int
+) -> _Test:
+    """The exact sign test for 0/1 items, the paired sign-flip test else (`n_resamples` sign
+    vectors beyond its exact enumeration)."""
     worse = (cur < base) if higher else (cur > base)
     better = (cur > base) if higher else (cur < base)
     n_worse, n_better = int(worse.sum()), int(better.sum())
@@ -311,18 +335,26 @@ def _paired_test(base: np.ndarray, cur: np.ndarray, higher: bool, rule: Regressi
         p_better = float(sign_test(np.array([n_better]), np.array([n_worse]))[0])
         return _Test(SIGN_TEST, p_worse, p_better, 2.0**-moved, n_worse, n_better)
     p_less, p_greater = paired_randomization_tails(
-        base, cur, n_resamples=rule.n_resamples, seed=rule.seed
+        base, cur, n_resamples=n_resamples, seed=rule.seed
     )
     p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
-    floor = sign_flip_p_floor(moved, rule.n_resamples)
-    return _Test(RANDOMIZATION_TEST, p_worse, p_better, floor, n_worse, n_better)
+    floor = sign_flip_p_floor(moved, n_resamples)
+    exact = 2.0**-moved if moved > EXACT_SIGN_FLIP_MAX else None
+    return _Test(RANDOMIZATION_TEST, p_worse, p_better, floor, n_worse, n_better, exact)
 
 
 def _unpaired_test(
-    metric: str, base: np.ndarray, cur: np.ndarray, higher: bool, rule: RegressionRule
+    metric: str,
+    base: np.ndarray,
+    cur: np.ndarray,
+    higher: bool,
+    rule: RegressionRule,
+    n_resamples: int,
 ) -> _Test:
     """The quantile test for a latency percentile, Fisher's for 0/1 values, the permutation
-    test of means else; the floor of the permutation test is that of its resampling."""
+    test of means else (`n_resamples` random splits when they cannot all be enumerated); the
+    floor of the permutation test is that of its resampling, 0 under its normal
+    approximation."""
     if metric in LATENCY_QUANTILES:
         quantile = LATENCY_QUANTILES[metric]
         test, (p_less, p_greater) = QUANTILE_TEST, quantile_exceedance_tails(base, cur, quantile)
@@ -333,13 +365,16 @@ def _unpaired_test(
         floor = fisher_p_floor(base.size, cur.size, int(base.sum() + cur.sum()))
     else:
         test = PERMUTATION_TEST
-        p_less, p_greater = permutation_tails(
-            base, cur, n_resamples=rule.n_resamples, seed=rule.seed
-        )
+        p_less, p_greater = permutation_tails(base, cur, n_resamples=n_resamples, seed=rule.seed)
         splits = math.comb(base.size + cur.size, cur.size)
-        floor = 1.0 / min(splits, rule.n_resamples + 1)
+        normal = base.size + cur.size > NORMAL_APPROXIMATION_ABOVE
+        floor = 0.0 if normal else 1.0 / min(splits, n_resamples + 1)
         if np.ptp(np.concatenate([base, cur])) == 0.0:
             floor = 1.0
+        limited = floor < 1.0 and not normal and splits > n_resamples
+        exact = (1.0 / splits if splits < 1e300 else 0.0) if limited else None
+        p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
+        return _Test(test, p_worse, p_better, floor, exact_floor=exact)
     p_worse, p_better = (p_less, p_greater) if higher else (p_greater, p_less)
     return _Test(test, p_worse, p_better, floor)
 
@@ -407,6 +442,34 @@ def _role_bars(
     )
 
 
+def _resolve_monte_carlo(
+    tests: list[_Test | None],
+    runners: list[Callable[[int], _Test] | None],
+    bars: np.ndarray,
+    family: np.ndarray,
+    rule: RegressionRule,
+) -> np.ndarray:
+    """Each row's resamples: the rule's, or, for a Monte Carlo test in a family whose bar is
+    below `MONTE_CARLO_RESOLUTION / (n_resamples + 1)`, enough for p-values down to
+    bar / `MONTE_CARLO_RESOLUTION`. Such a row's floor is the one those resamples reach, and
+    its test is re-run with them when its first p-value (either tail) is at most
+    `MONTE_CARLO_RESOLUTION / (n_resamples + 1)`; a larger first p-value stands (the two-stage
+    p-value is still valid: it is never below both stages' own). Tests are updated in place."""
+    resamples = np.full(len(tests), rule.n_resamples, dtype=np.int64)
+    screen = MONTE_CARLO_RESOLUTION / (rule.n_resamples + 1)
+    for i in np.flatnonzero(family):
+        test, run = tests[i], runners[i]
+        needed = math.ceil(MONTE_CARLO_RESOLUTION / bars[i])
+        if test is None or run is None or test.exact_floor is None or needed <= rule.n_resamples:
+            continue
+        resamples[i] = needed
+        if min(test.p_worse, test.p_better) <= screen:
+            tests[i] = run(needed)
+        else:
+            tests[i] = replace(test, floor=test.floor_with(needed))
+    return resamples
+
+
 def compare_partitions(
     current: PartitionScores, baseline: PartitionScores | None, rule: RegressionRule
 ) -> pd.DataFrame:
@@ -440,6 +503,7 @@ def compare_partitions(
     changed = _changed_roles(current, baseline) if baseline is not None else {}
     n = len(rows)
     tests: list[_Test | None] = [None] * n
+    runners: list[Callable[[int], _Test] | None] = [None] * n
     tested: list[np.ndarray | None] = [None] * n
     reason = np.full(n, "", dtype=object)
     counts = np.zeros((n, 3), dtype=np.int64)
@@ -460,15 +524,15 @@ def compare_partitions(
         if reason[i]:
             continue
         if items is not None and items[0].size:
-            tests[i] = _paired_test(items[0], items[1], bool(higher[i]), rule)
+            runners[i] = partial(_paired_test, items[0], items[1], bool(higher[i]), rule)
             tested[i] = np.where(higher[i], items[0] - items[1], items[1] - items[0])
         elif sample is not None and sample[0].size and sample[1].size:
-            tests[i] = _unpaired_test(metric, *sample, bool(higher[i]), rule)
+            runners[i] = partial(_unpaired_test, metric, *sample, bool(higher[i]), rule)
+        if runners[i] is not None:
+            tests[i] = runners[i](rule.n_resamples)
     comparable = reason == ""
     has_test = np.array([t is not None for t in tests])
     floors = np.array([t.floor if t else np.nan for t in tests])
-    p_worse = np.array([t.p_worse if t else np.nan for t in tests])
-    p_better = np.array([t.p_better if t else np.nan for t in tests])
     monitor, primary = role == MONITOR, role == PRIMARY
     degenerate = has_test & (floors >= 1.0)
     active = comparable & has_test & ~degenerate & ~monitor
@@ -477,6 +541,10 @@ def compare_partitions(
     weights[active] = role_weights(primary[active], rule.primary_share)
     watched = comparable & has_test & ~degenerate & monitor
     bars[watched] = rule.alpha / max(1, int(watched.sum()))
+    resamples = _resolve_monte_carlo(tests, runners, bars, active | watched, rule)
+    floors = np.array([t.floor if t else np.nan for t in tests])
+    p_worse = np.array([t.p_worse if t else np.nan for t in tests])
+    p_better = np.array([t.p_better if t else np.nan for t in tests])
     q_worse, q_better = np.full(n, np.nan), np.full(n, np.nan)
     for family, w in ((active, weights[active]), (watched, None)):
         q_worse[family] = benjamini_hochberg(p_worse[family], w)
@@ -504,15 +572,23 @@ def compare_partitions(
     for i in np.flatnonzero(comparable & (base != 0)):
         name = tests[i].name if tests[i] else EFFECT_ONLY
         detectable[i] = _detectable_change(
-            name, tested[i], int(n_better[i]), bars[i], allowed[i], rule.n_resamples
+            name, tested[i], int(n_better[i]), bars[i], allowed[i], int(resamples[i])
         ) / abs(base[i])
         if primary[i] and tested[i] is not None:
-            needed[i] = _items_needed(name, tested[i], int(n_better[i]), base[i], bars[i], rule)
+            needed[i] = _items_needed(
+                name, tested[i], int(n_better[i]), base[i], bars[i], int(resamples[i])
+            )
     for i in np.flatnonzero(comparable):
         name = tests[i].name if tests[i] else EFFECT_ONLY
         if untestable[i]:
             reason[i] = _untestable_reason(
-                int(counts[i, 0]), floors[i], bars[i], tested[i], int(n_better[i]), rule, too_few[i]
+                int(counts[i, 0]),
+                floors[i],
+                bars[i],
+                tested[i],
+                int(n_better[i]),
+                int(resamples[i]),
+                too_few[i],
             )
         elif degenerate[i] and name in UNPAIRED_TESTS:
             reason[i] = "every value equal on both dates: nothing to test"
@@ -577,7 +653,7 @@ def _items_needed(
     n_better: int,
     base: float,
     bar: float,
-    rule: RegressionRule,
+    n_resamples: int,
 ) -> float:
     """About how many paired items a 10% drop (`ITEMS_NEEDED_DROP`) of this metric needs to be
     flagged alone at `bar`, at today's discordance (0/1) or spread (continuous); NaN for
@@ -587,7 +663,7 @@ def _items_needed(
         return sign_test_items_needed(abs(base), n_better / size, ITEMS_NEEDED_DROP, bar)
     if test == RANDOMIZATION_TEST:
         spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
-        return sign_flip_items_needed(spread, ITEMS_NEEDED_DROP * abs(base), bar, rule.n_resamples)
+        return sign_flip_items_needed(spread, ITEMS_NEEDED_DROP * abs(base), bar, n_resamples)
     return math.nan
 
 
@@ -597,7 +673,7 @@ def _untestable_reason(
     bar: float,
     worsening: np.ndarray | None,
     n_better: int,
-    rule: RegressionRule,
+    n_resamples: int,
     alerted: bool,
 ) -> str:
     """Why a row cannot be tested, and about how many items would detect today's change."""
@@ -614,7 +690,7 @@ def _untestable_reason(
         needed = sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
     else:
         spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
-        needed = sign_flip_items_needed(spread, shift, bar, rule.n_resamples)
+        needed = sign_flip_items_needed(spread, shift, bar, n_resamples)
     if math.isfinite(needed):
         text += f"; about {int(needed)} items would detect this change"
     return text

@@ -26,6 +26,7 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -44,6 +45,13 @@ __all__ = [
 ]
 
 
+@lru_cache(maxsize=1 << 16)
+def _sign_p(worse: int, better: int) -> float:
+    """The exact one-sided sign test's p-value of one (worse, better) count: the searches below
+    ask for the same counts again and again."""
+    return float(sign_test(np.array([worse]), np.array([better]))[0])
+
+
 def sign_test_min_worse(n_better: int, bar: float, max_worse: int) -> float:
     """Fewest items moving the bad way (at most `max_worse`) whose exact one-sided sign test
     against `n_better` items moving the good way has p < `bar`; ``inf`` when none does.
@@ -57,7 +65,7 @@ def sign_test_min_worse(n_better: int, bar: float, max_worse: int) -> float:
         raise ValueError(f"bar must be in (0, 1], got {bar}")
 
     def clears(worse: int) -> bool:
-        return bool(sign_test(np.array([worse]), np.array([n_better]))[0] < bar)
+        return _sign_p(worse, n_better) < bar
 
     if max_worse == 0 or not clears(max_worse):
         return math.inf
@@ -107,7 +115,7 @@ def sign_test_items_needed(
     def clears(n: int) -> bool:
         worse = math.ceil(n * (back_rate + moved) - 1e-9)
         better = math.floor(n * back_rate + 1e-9)
-        return bool(sign_test(np.array([worse]), np.array([better]))[0] < bar)
+        return _sign_p(worse, better) < bar
 
     high = 1
     while not clears(high):

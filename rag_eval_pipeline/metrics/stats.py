@@ -245,13 +245,12 @@ def paired_randomization_tails(
     sign). When ``k <= exact_max`` every one of the ``2^k`` sign patterns is enumerated and
     ``p = count / 2^k`` exactly, as ``scipy.stats.permutation_test((a, b), statistic,
     permutation_type="samples", n_resamples=np.inf)`` (its smallest value is ``2^-k``, all
-    signs agreeing). The enumeration is meet-in-the-middle: the differences are split into two
-    halves, the ``2^⌈k/2⌉`` and ``2^⌊k/2⌋`` signed sums of each are listed, and for each sum of
-    the first half the sums of the second half that complete a pattern at most / at least the
-    observed sum are counted by binary search, so time and memory grow with ``2^(k/2)``, not
-    ``2^k``. Beyond ``exact_max``, :func:`paired_randomization_test`'s ``n_resamples`` random
-    sign vectors (seeded), ``p = (count + 1) / (n_resamples + 1)``; both tails come from the
-    same draws. Ties within ``1e-9 · Σ|d|`` count as ties (equal sums added in another order).
+    signs agreeing). The enumeration is meet-in-the-middle over the distinct magnitudes
+    ``|d|`` (:func:`_enumerated_tail_counts`), so time and memory grow with ``2^(k/2)`` at
+    most, not ``2^k``, and much less when changes repeat. Beyond ``exact_max``,
+    :func:`paired_randomization_test`'s ``n_resamples`` random sign vectors (seeded),
+    ``p = (count + 1) / (n_resamples + 1)``; both tails come from the same draws. Ties within
+    ``1e-9 · Σ|d|`` count as ties (equal sums added in another order).
     Empty input gives ``(nan, nan)``; no non-zero difference gives ``(1.0, 1.0)``.
     """
     differences = _paired_differences(a, b)
@@ -272,24 +271,58 @@ def paired_randomization_tails(
     return ((less + 1) / (n_resamples + 1), (greater + 1) / (n_resamples + 1))
 
 
-def _all_signed_sums(values: np.ndarray) -> np.ndarray:
-    """``Σ ± values`` over all ``2^len(values)`` sign patterns (sorted ascending)."""
-    sums = np.zeros(1)
-    for value in values:
-        sums = np.concatenate([sums - value, sums + value])
-    return np.sort(sums)
+def _signed_sums(magnitudes: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every distinct way of signing ``counts[j]`` copies of ``magnitudes[j]``: the sums
+    ``Σ_j magnitudes[j] · (2·b_j − counts[j])`` over ``b_j = 0 … counts[j]`` (how many copies
+    are positive), sorted ascending, and how many sign patterns give each
+    (``Π_j C(counts[j], b_j)``, exact in float64 up to 2⁵³)."""
+    sums, weights = np.zeros(1), np.ones(1)
+    unit = True  # every sum so far comes from one pattern: sort the sums alone
+    for magnitude, count in zip(magnitudes, counts, strict=True):
+        positive = np.arange(count + 1)
+        # count + 1 sorted runs: a stable sort (timsort) merges them in linear time per run
+        shifted = (magnitude * (2 * positive - count)[:, None] + sums[None, :]).ravel()
+        if unit and count == 1:
+            sums = np.sort(shifted, kind="stable")
+            continue
+        binomials = np.array([math.comb(int(count), int(b)) for b in positive], dtype=float)
+        spread = np.ones(sums.size) if unit else weights
+        order = np.argsort(shifted, kind="stable")
+        sums, weights = shifted[order], (binomials[:, None] * spread[None, :]).ravel()[order]
+        unit = False
+    return sums, np.ones(sums.size) if unit else weights
 
 
 def _enumerated_tail_counts(
     differences: np.ndarray, observed: float, tolerance: float
 ) -> tuple[int, int]:
     """How many of the ``2^k`` sign patterns have a signed sum at most / at least ``observed``
-    (within ``tolerance``), by meet-in-the-middle over two halves of the differences."""
-    half = (differences.size + 1) // 2
-    left, right = _all_signed_sums(differences[:half]), _all_signed_sums(differences[half:])
-    less = np.searchsorted(right, observed + tolerance - left, side="right").sum()
-    greater = right.size - np.searchsorted(right, observed - tolerance - left, side="left")
-    return int(less), int(greater.sum())
+    (within ``tolerance``), by meet-in-the-middle.
+
+    A pattern's sum depends only on how many copies of each distinct ``|d|`` are positive, so
+    equal magnitudes are enumerated once with binomial multiplicities (a metric with few
+    distinct changes, such as precision@k, has few distinct sums). The magnitudes are split
+    into two groups of about equal numbers of distinct sums; for each sum of the first group,
+    the weights of the second group's sums that complete a pattern at most / at least the
+    observed sum are read from cumulative weights by binary search, so time and memory grow
+    with the square root of the number of distinct sums (at most ``2^(k/2)``).
+    """
+    magnitudes, counts = np.unique(np.abs(differences), return_counts=True)
+    order = np.argsort(-counts, kind="stable")
+    groups: tuple[list[int], list[int]] = ([], [])
+    sizes = [1.0, 1.0]
+    for j in order:
+        half = 0 if sizes[0] <= sizes[1] else 1
+        groups[half].append(int(j))
+        sizes[half] *= counts[j] + 1
+    left, left_weights = _signed_sums(magnitudes[groups[0]], counts[groups[0]])
+    right, right_weights = _signed_sums(magnitudes[groups[1]], counts[groups[1]])
+    cumulative = np.concatenate([[0.0], np.cumsum(right_weights)])
+    at_most = cumulative[np.searchsorted(right, observed + tolerance - left, side="right")]
+    below = cumulative[np.searchsorted(right, observed - tolerance - left, side="left")]
+    less = float(left_weights @ at_most)
+    greater = float(left_weights @ (cumulative[-1] - below))
+    return round(less), round(greater)
 
 
 def sign_flip_p_floor(
