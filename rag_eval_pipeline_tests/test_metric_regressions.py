@@ -135,6 +135,7 @@ def test_six_flips_one_way_regress_with_an_exact_test(two_dates: TwoDates) -> No
     (the sign-flip metrics are enumerated, not sampled), and the primary metrics are alerted."""
     verdicts = two_dates.verdicts
     drop = verdicts[(verdicts["system"] == "drop") & (verdicts["tier"] == "tier1_retrieval")]
+    drop = drop[drop["role"] != "monitor"]  # judged@10, a coverage figure
     assert len(drop) == 20
     np.testing.assert_allclose(drop["p_value"], 1 / 64, rtol=1e-12)
     assert set(drop["test"]) == {"exact sign test (McNemar)", "paired sign-flip test"}
@@ -158,7 +159,9 @@ def test_unchanged_and_balanced_systems_are_not_alerted(two_dates: TwoDates) -> 
         assert set(rows["verdict"]) <= {"no significant change", "untestable"}, system
         assert not rows["alert"].any()
     same = verdicts[(verdicts["system"] == "same") & (verdicts["tier"] == "tier1_retrieval")]
-    assert set(same["reason"]) == {"no item changed: nothing to test"}
+    assert set(same["reason"].str.removesuffix(" (monitored: never alerted)")) == {
+        "no item changed: nothing to test"
+    }
     swap = row(verdicts, "swap", "hit_rate@1")
     assert (swap["n_worse"], swap["n_better"]) == (6, 6)
     assert swap["p_value"] == pytest.approx(0.6128, abs=1e-4)

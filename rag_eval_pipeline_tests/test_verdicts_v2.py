@@ -190,7 +190,8 @@ def test_a_six_question_collapse_is_alerted() -> None:
     for metric in ("ndcg@10", "hit_rate@5"):
         row = tier1.loc[metric]
         assert row["verdict"] == "untestable" and row["alert"], metric
-        assert row["reason"].startswith(f"{TOO_FEW_ITEMS}: n = 6: too few items to test")
+        assert row["reason"].startswith(f"{TOO_FEW_ITEMS}: n = 6 (smallest reachable p 0.0156")
+        assert "its own test alone: p = 0.0156" in row["reason"]
     secondary = tier1.loc["hit_rate@1"]
     assert secondary["verdict"] == "untestable" and not secondary["alert"]
     lines = alert_lines(crowded[crowded["alert"]])

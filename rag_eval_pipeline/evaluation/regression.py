@@ -34,9 +34,10 @@
   items (2⁻ᵏ for k discordant pairs or non-zero differences; the most lopsided table for
   Fisher's) is above its bar: it could not have flagged anything alone, so it never reads as
   "no significant change"; the reason says about how many items would detect today's change.
-  A primary metric that is untestable and moved the bad way by more than
-  `RegressionRule.untested_tolerance` (20%) is alerted, labeled "effect only: too few items
-  to test";
+  A primary metric that is untestable, moved the bad way by more than
+  `RegressionRule.untested_tolerance` (20%) and whose own one-sided test alone has p < α is
+  alerted, labeled "effect only: too few items to test" (a collapse on 6 questions, p = 1/64,
+  is; one question out of 6 moving, p = 1/2, is not);
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
@@ -564,7 +565,11 @@ def compare_partitions(
     ).astype(object)
     p_value = np.where(towards_bad, p_worse, p_better)
     too_few = (
-        untestable & primary & beyond_bad & (worsening > rule.untested_tolerance * np.abs(base))
+        untestable
+        & primary
+        & beyond_bad
+        & (worsening > rule.untested_tolerance * np.abs(base))
+        & (p_worse < rule.alpha)
     )
     n_worse = np.array([t.n_worse if t else 0 for t in tests])
     n_better = np.array([t.n_better if t else 0 for t in tests])
@@ -588,7 +593,7 @@ def compare_partitions(
                 tested[i],
                 int(n_better[i]),
                 int(resamples[i]),
-                too_few[i],
+                p_worse[i] if too_few[i] else None,
             )
         elif degenerate[i] and name in UNPAIRED_TESTS:
             reason[i] = "every value equal on both dates: nothing to test"
@@ -674,14 +679,16 @@ def _untestable_reason(
     worsening: np.ndarray | None,
     n_better: int,
     n_resamples: int,
-    alerted: bool,
+    alerted_p: float | None,
 ) -> str:
-    """Why a row cannot be tested, and about how many items would detect today's change."""
-    head = f"{TOO_FEW_ITEMS}: " if alerted else ""
-    text = (
-        f"{head}n = {n_paired}: too few items to test (smallest reachable p {floor:.3g} > "
-        f"this metric's bar {bar:.3g})"
-    )
+    """Why a row cannot be tested, and about how many items would detect today's change;
+    `alerted_p` (the metric's own one-sided p-value) when it is alerted on its effect."""
+    bounds = f"smallest reachable p {floor:.3g} > this metric's bar {bar:.3g}"
+    if alerted_p is None:
+        text = f"n = {n_paired}: too few items to test ({bounds})"
+    else:
+        own = f"its own test alone: p = {alerted_p:.3g}"
+        text = f"{TOO_FEW_ITEMS}: n = {n_paired} ({bounds}; {own})"
     if worsening is None or worsening.size == 0 or n_paired == 0:
         return text
     shift = abs(float(worsening.mean()))
