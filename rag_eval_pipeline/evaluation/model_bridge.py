@@ -98,6 +98,8 @@ TIER2 = AnswerTier(
 )
 TIER3 = AnswerTier("tier3_e2e", "e2e_judgments", "e2e_generations", "retrieved_doc_ids", True)
 ANSWER_TIERS = (TIER2, TIER3)
+# The changes after which the bridge may call today's generator (`regenerated_rows`).
+REGENERATING_ROLES = frozenset({"generator", "embedder"})
 RESCORED, REGENERATED, REEMBEDDED = (
     "stored answers re-scored",
     "answers re-generated",

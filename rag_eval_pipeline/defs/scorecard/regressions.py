@@ -24,6 +24,7 @@ from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCE
 from rag_eval_pipeline.evaluation.model_bridge import (
     ANSWER_TIERS,
     BRIDGE_COLUMNS,
+    REGENERATING_ROLES,
     TodayModels,
     bridge_baseline,
     bridge_reasons,
@@ -174,8 +175,11 @@ def metric_regressions(
                 )
             ),
             **llm_usage_metadata("bridge_judge", judge.judge_model, judge_client),
-            **llm_usage_metadata("bridge_generator", generator.generator_model, generator_client),
         }
+        if REGENERATING_ROLES & changes.keys():
+            bridge_metadata |= llm_usage_metadata(
+                "bridge_generator", generator.generator_model, generator_client
+            )
     thresholds = Thresholds.load(config.thresholds_file)
     rule = RegressionRule(
         config.alpha,
