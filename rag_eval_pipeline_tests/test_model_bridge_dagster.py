@@ -22,9 +22,10 @@ from dagster import AssetSelection, DagsterInstance, materialize
 from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
-from rag_eval_pipeline.defs.run_summary import run_llm_usage, usage_line
+from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage, usage_line
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.regression import NOT_COMPARABLE, REGRESSED
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline_tests.conftest import evaluation_resources, loopback_llm
 from rag_eval_pipeline_tests.openai_server import run_openai_server
@@ -166,3 +167,7 @@ def test_a_judge_change_through_dagster(
         assert judge_calls + bridge_calls == len(server_b.requests) - sent
         assert usage.loc[("metric_regressions", "bridge_judge"), "cost_usd"] > 0
         assert f"(the model bridge: {bridge_calls} calls, " in usage_line(usage.reset_index())
+        store = WarehouseStore(str(tmp_path / "warehouse"))
+        summary = partition_summary(dagster_instance, store, VERSION, DAY2, result.run_id)
+        assert summary.n_alerts >= len(keys)
+        assert usage_line(usage.reset_index()) in summary.lines  # what `rag-eval run` prints

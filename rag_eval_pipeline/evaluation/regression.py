@@ -35,8 +35,11 @@
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
-  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never
-  alerted).
+  `generator changed` / `embedder changed` for the metrics the model feeds (shown, never
+  alerted; `model_feeds`: the generator feeds Tier 3 and the embedder Tier 1 only for the
+  reference RAG) unless the baseline was rebuilt with today's model
+  (`evaluation.model_bridge`, `PartitionScores.bridged`). A model change is named before
+  `missing today` and `no baseline value`: Tiers 0 and 2 name their system after the model.
 
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
 count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
