@@ -113,6 +113,7 @@ CORPUS_GONE = "the baseline's corpus is gone from the warehouse, so it was not r
 RETRIEVAL_NOT_RERUN = (
     "the reference RAG's retrieval ran on the old embeddings and is not re-run (not bridged)"
 )
+NOT_A_SCORE = "not a score of the stored answers (latency, estimates), so not rebuilt"
 NOT_BRIDGED: dict[tuple[str, str], str] = {
     ("judge", "judge_reliability"): "it measures the judge itself",
     ("judge", "show_judge"): "it measures the judge itself",
@@ -120,6 +121,8 @@ NOT_BRIDGED: dict[tuple[str, str], str] = {
     ("embedder", "traffic"): "the traffic sample's texts are not stored, so it was not re-scored",
     ("generator", "ux"): "the UX tier is not re-run with the new generator (not bridged)",
     ("embedder", "ux"): "the UX tier is not re-run with the new embedder (not bridged)",
+    ("judge", "tier3_e2e"): NOT_A_SCORE,
+    ("generator", "tier3_e2e"): NOT_A_SCORE,
     ("embedder", "tier1_retrieval"): RETRIEVAL_NOT_RERUN,
     ("embedder", "tier3_e2e"): RETRIEVAL_NOT_RERUN,
 }
@@ -359,7 +362,9 @@ def _rebuild_answers(
     out.summaries.append(summary)
 
 
-def _reembed(card: pd.DataFrame, dataset: GoldenDataset | None, embedder: Embedder, out: _Rebuilt):
+def _reembed(
+    card: pd.DataFrame, dataset: GoldenDataset | None, embedder: Embedder, out: _Rebuilt
+) -> None:
     """Tier 0 rebuilt: the baseline's corpus re-embedded by `embedder`, its cluster metrics
     recomputed under today's system name (the embedding model); the bridge rows."""
     old = card[card["tier"] == EMBEDDING_TIER]
