@@ -17,6 +17,7 @@ import pytest
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.corpus_embedding import embed_corpus, embedding_quality_rows
 from rag_eval_pipeline.evaluation.generation import generate, judge_answers
@@ -28,6 +29,8 @@ from rag_eval_pipeline.evaluation.model_bridge import (
     REGENERATED,
     RESCORED,
     RETRIEVAL_NOT_RERUN,
+    TIER2,
+    TIER3,
     TodayModels,
     bridge_baseline,
     bridge_reasons,
@@ -45,6 +48,7 @@ from rag_eval_pipeline.evaluation.regression import (
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import summarize_judgments
 from rag_eval_pipeline.judges.judge import LLMJudge
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.reporting.html_report import model_bridge_html
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.generators import LLMGenerator, OfflineGenerator
@@ -263,6 +267,7 @@ def test_generator_change_regenerates_the_baseline_and_alerts_a_real_drop(
         run_openai_server(responder=judge_adding(0.0)) as judge_server,
         run_openai_server(responder=generator_adding(0.0)) as server_a,
         run_openai_server(responder=generator_adding(SHIFT)) as server_b,
+        run_openai_server(responder=judge_adding(SHIFT)) as judge_server_b,
     ):
         judge = LLMJudge(
             loopback_llm(judge_server.base_url, "openai/j", tmp_path).client(), embedder
@@ -273,17 +278,25 @@ def test_generator_change_regenerates_the_baseline_and_alerts_a_real_drop(
         )
         generator_a, generator_b = LLMGenerator(gen_a.client()), LLMGenerator(gen_b.client())
 
-        def day(date: str, generator, identity: str, stated: np.ndarray = qualities):
-            """The day's answers from contexts stating the `stated` qualities."""
+        def day(
+            date: str,
+            generator,
+            identity: str,
+            stated: np.ndarray = qualities,
+            by: LLMJudge = judge,
+            judge_identity: str = "j",
+        ):
+            """The day's answers from contexts stating the `stated` qualities, judged `by`."""
             contexts = [[f"Passage of quality {q:.4f}."] for q in stated]
             tier2 = generate(ideal.assign(contexts=contexts), generator, generator.generator_model)
             tier3 = rag_answers(questions, stated, generator)
             judged = {
-                "generation_judgments": judge_answers(tier2, judge, ["answer_relevance"]),
-                "e2e_judgments": judge_answers(tier3, judge, ["answer_relevance"]),
+                "generation_judgments": judge_answers(tier2, by, ["answer_relevance"]),
+                "e2e_judgments": judge_answers(tier3, by, ["answer_relevance"]),
             }
             tables = {**judged, "ideal_context_generations": tier2, "e2e_generations": tier3}
-            return partition(date, judged, {"generator": identity}), tables
+            identities = {"generator": identity, "judge": judge_identity}
+            return partition(date, judged, identities), tables
 
         baseline, tables = day("2026-11-20", generator_a, gen_a.identity)
         today, today_tables = day("2026-11-21", generator_b, gen_b.identity)
@@ -348,10 +361,36 @@ def test_generator_change_regenerates_the_baseline_and_alerts_a_real_drop(
             assert verdicts.loc[key, "verdict"] == REGRESSED and verdicts.loc[key, "alert"]
             assert verdicts.loc[key, "relative_change"] == pytest.approx(-0.10, abs=2e-3)
 
+        # the judge changed too (B scores +0.1 above the baseline's judge): the stored answers
+        # are re-scored first (the judge's +0.1), then re-generated (the generator's +0.1)
+        judge_b = LLMJudge(
+            loopback_llm(judge_server_b.base_url, "openai/j-b", tmp_path / "jb").client(), embedder
+        )
+        today, today_tables = day(
+            "2026-11-21", generator_b, gen_b.identity, by=judge_b, judge_identity="j-b"
+        )
+        changes = model_changes(
+            baseline, tables, today_tables, {"judge": "j-b", "generator": gen_b.identity}
+        )
+        assert changes == {"judge": ("j", "j-b"), "generator": (gen_a.identity, gen_b.identity)}
+        bridged, bridge = bridge_baseline(
+            baseline, tables, dataset(n), models(judge_b, embedder, generator_b), changes
+        )
+        steps = bridge[(bridge["system"] == REFERENCE_RAG) & (bridge["metric"] == METRIC)]
+        assert steps.set_index("change")["step"].to_dict() == {
+            "judge": RESCORED,
+            "generator": REGENERATED,
+        }
+        np.testing.assert_allclose(steps["shift"], [SHIFT, SHIFT], atol=1e-3)
+        verdicts = compare_partitions(today, bridged, RULE)
+        assert not verdicts["alert"].any()
+        row = verdicts.set_index(["tier", "system", "metric"]).loc[(TIER, REFERENCE_RAG, METRIC)]
+        assert row["verdict"] != NOT_COMPARABLE and row["n_paired"] == n
+
 
 class ProjectedEmbedder(Embedder):
-    """Another embedder: MiniLM's vectors through a fixed random linear map, so cosines and
-    distances both move."""
+    """Another embedder: MiniLM's vectors through a fixed random rank-4 linear map, so cosines,
+    distances and which sentences are nearest all move."""
 
     @property
     def model_name(self) -> str:
@@ -359,8 +398,9 @@ class ProjectedEmbedder(Embedder):
 
     def encode(self, texts) -> np.ndarray:
         vectors = super().encode(texts)
-        matrix = np.random.default_rng(0).normal(size=(vectors.shape[1], vectors.shape[1]))
-        return (vectors @ matrix).astype(np.float32)
+        rng = np.random.default_rng(0)
+        low_rank = rng.normal(size=(vectors.shape[1], 4)) @ rng.normal(size=(4, vectors.shape[1]))
+        return (vectors @ low_rank).astype(np.float32)
 
 
 def test_embedder_change_re_embeds_tier0_and_says_what_is_not_bridged(
@@ -434,3 +474,69 @@ def test_embedder_change_re_embeds_tier0_and_says_what_is_not_bridged(
     tier0 = compare_partitions(today, gone, RULE).set_index("tier").loc["tier0_embedding"]
     assert set(tier0["verdict"]) == {NOT_COMPARABLE}
     assert all(CORPUS_GONE in reason for reason in tier0["reason"])
+
+
+def test_embedder_change_rebuilds_the_answer_tiers_it_can(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Offline generator and judge (both read embeddings), then another embedder: Tier 2 is
+    re-generated and re-scored, a callable system's Tier 3 answers re-scored, so both compare as
+    usual and nothing moved (same data); the reference RAG's Tier 3 stays not comparable (its
+    contexts came from the old embedder's retrieval)."""
+    other = ProjectedEmbedder(cache_dir=embedder.cache_dir)
+    n = 12
+    qualities = np.linspace(0.3, 0.8, n)
+    questions = answers(qualities)[["query_id", "question", "ground_truth_answer"]].assign(
+        ground_truth_answer=[f"The answer has quality {q:.4f}." for q in qualities]
+    )
+    ideal = questions.assign(
+        contexts=[
+            [
+                f"Passage {i} states quality {q:.4f}. The sky is blue. Billing is monthly. "
+                f"Storage is replicated. Question {i} is about this passage."
+            ]
+            for i, q in enumerate(qualities)
+        ],
+        context_doc_ids=[[f"d{i}"] for i in range(n)],
+    )
+    snapshot = dataset(n)
+
+    def day(date: str, model: Embedder) -> tuple[PartitionScores, dict[str, pd.DataFrame]]:
+        generator, judge = OfflineGenerator(model), OfflineJudge(model)
+        tier2 = generate(ideal, generator, generator.generator_model)
+        tier3 = rag_answers(questions, qualities, generator)
+        judged = {
+            name: score_answers(
+                frame,
+                snapshot,
+                judge,
+                model,
+                ["faithfulness", "answer_relevance"],
+                load_weights(),
+                sources=sources,
+                with_context_relevance=spec is TIER3,
+            )
+            for name, frame, sources, spec in (
+                ("generation_judgments", tier2, "context_doc_ids", TIER2),
+                ("e2e_judgments", tier3, "retrieved_doc_ids", TIER3),
+            )
+        }
+        tables = {**judged, "ideal_context_generations": tier2, "e2e_generations": tier3}
+        return partition(date, judged, {"embedder": model.model_name}), tables
+
+    (baseline, tables), (today, _) = day("2026-11-20", embedder), day("2026-11-21", other)
+    changes = {"embedder": (embedder.model_name, other.model_name)}
+    today_models = TodayModels(OfflineJudge(other), OfflineGenerator(other), other, load_weights())
+    bridged, bridge = bridge_baseline(baseline, tables, snapshot, today_models, changes)
+    assert set(bridge["change"]) == {"embedder"}
+    assert set(bridge["step"]) == {RESCORED, REGENERATED}
+    verdicts = compare_partitions(today, bridged, RULE).set_index(["tier", "system", "metric"])
+    assert not verdicts["alert"].any()
+    rebuilt = verdicts[verdicts.index.get_level_values("system") != REFERENCE_RAG]
+    rebuilt = rebuilt[rebuilt["n_paired"] > 0]
+    assert {t for t, _, _ in rebuilt.index} == {"tier2_generation", TIER}
+    assert set(rebuilt["verdict"]) == {NO_CHANGE}
+    assert (rebuilt["n_paired"] == n).all()
+    reference = verdicts.xs(REFERENCE_RAG, level="system")
+    assert set(reference["verdict"]) == {NOT_COMPARABLE}
+    assert all(RETRIEVAL_NOT_RERUN in reason for reason in reference["reason"])
