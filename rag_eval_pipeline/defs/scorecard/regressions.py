@@ -87,7 +87,9 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
         "permutation test or a quantile exceedance test), p and "
         "weighted Benjamini–Hochberg q (metric roles: primary / secondary / monitor), and the "
         "verdict: regressed / improved / no significant change / untestable / not comparable "
-        "(reason)."
+        "(reason). When the judge, generator or embedder changed since the baseline, the "
+        "baseline is first rebuilt with today's models from its stored inputs where they allow "
+        "it (the model bridge: metadata model_bridge, usage bridge_judge_*, bridge_generator_*)."
     ),
 )
 def metric_regressions(
