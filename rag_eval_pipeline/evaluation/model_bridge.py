@@ -24,7 +24,8 @@ item, under one set of models:
 Not bridged, so `not comparable: <model> changed` with the reason (`NOT_BRIDGED`): under an
 embedder change, the reference RAG's own retrieval (its Tier 1 rows, and its Tier 3 rows, whose
 contexts came from that retrieval; the dataset's runs and other systems are not fed by the
-embedder); under a generator change with the embedder changed too, the reference RAG's Tier 3
+embedder): re-running it needs the baseline's `top_k` and `skip_top`, which its answers do not
+record, and today's settings would hide a settings change; under a generator change with the embedder changed too, the reference RAG's Tier 3
 answers (their contexts came from the old embedder's retrieval); the judge's own tiers
 (`judge_reliability`, `show_judge`: they measure the judge itself); the traffic tier's judged
 sample (its texts are not stored); the UX tier; latency percentiles (measured, not rebuilt);
