@@ -21,16 +21,20 @@ item, under one set of models:
   context relevance and the offline judge read embeddings), and Tier 2's answers re-generated
   when today's generator is the offline extractive one (it picks sentences by embedding).
 
-Not bridged, so `not comparable: <model> changed` with the reason (`NOT_BRIDGED`): under an
-embedder change, the reference RAG's own retrieval (its Tier 1 rows, and its Tier 3 rows, whose
-contexts came from that retrieval; the dataset's runs and other systems are not fed by the
-embedder): re-running it needs the baseline's `top_k` and `skip_top`, which its answers do not
-record, and today's settings would hide a settings change; under a generator change with the embedder changed too, the reference RAG's Tier 3
-answers (their contexts came from the old embedder's retrieval); the judge's own tiers
-(`judge_reliability`, `show_judge`: they measure the judge itself); the traffic tier's judged
-sample (its texts are not stored); the UX tier; latency percentiles (measured, not rebuilt);
-and everything a model feeds when the baseline's answers or dataset snapshot are gone from the
-warehouse (the reason says so).
+Not bridged, so `not comparable: <model> changed` with the reason (`NOT_BRIDGED`):
+
+- under an embedder change, the reference RAG's own retrieval (its Tier 1 rows, and its Tier 3
+  rows, whose contexts came from that retrieval; the dataset's runs and other systems are not
+  fed by the embedder): re-running it needs the baseline's `top_k` and `skip_top`, which its
+  answers do not record, and today's settings would hide a settings change;
+- under a generator change with the embedder changed too, the reference RAG's Tier 3 answers
+  (their contexts came from the old embedder's retrieval);
+- the judge's own tiers (`judge_reliability`, `show_judge`: they measure the judge itself);
+- the traffic tier's judged sample (an unpaired sample of the day's logs; re-judging the
+  baseline's sample from its logs snapshot is not built), the UX tier, and Tier 3's latency
+  percentiles and prediction-powered estimates (not scores of the stored answers);
+- everything a model feeds when the baseline's answers or dataset snapshot are gone from the
+  warehouse (the reason says so).
 
 The **bridge** is what the change itself did, on the same baseline items: per (change, step,
 tier, system, metric) the baseline's mean before and after the step, their shift (after −
@@ -114,12 +118,13 @@ CORPUS_GONE = "the baseline's corpus is gone from the warehouse, so it was not r
 RETRIEVAL_NOT_RERUN = (
     "the reference RAG's retrieval ran on the old embeddings and is not re-run (not bridged)"
 )
+TRAFFIC_NOT_REBUILT = "the baseline's traffic sample is not re-judged (not bridged)"
 NOT_A_SCORE = "not a score of the stored answers (latency, estimates), so not rebuilt"
 NOT_BRIDGED: dict[tuple[str, str], str] = {
     ("judge", "judge_reliability"): "it measures the judge itself",
     ("judge", "show_judge"): "it measures the judge itself",
-    ("judge", "traffic"): "the traffic sample's texts are not stored, so it was not re-judged",
-    ("embedder", "traffic"): "the traffic sample's texts are not stored, so it was not re-scored",
+    ("judge", "traffic"): TRAFFIC_NOT_REBUILT,
+    ("embedder", "traffic"): TRAFFIC_NOT_REBUILT,
     ("generator", "ux"): "the UX tier is not re-run with the new generator (not bridged)",
     ("embedder", "ux"): "the UX tier is not re-run with the new embedder (not bridged)",
     ("judge", "tier3_e2e"): NOT_A_SCORE,
