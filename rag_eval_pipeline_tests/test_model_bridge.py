@@ -21,7 +21,7 @@ from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.corpus_embedding import embed_corpus, embedding_quality_rows
 from rag_eval_pipeline.evaluation.generation import generate, judge_answers
-from rag_eval_pipeline.evaluation.item_scores import item_scores
+from rag_eval_pipeline.evaluation.item_scores import SAMPLE_SOURCES, item_scores
 from rag_eval_pipeline.evaluation.model_bridge import (
     ANSWERS_GONE,
     CORPUS_GONE,
@@ -31,6 +31,7 @@ from rag_eval_pipeline.evaluation.model_bridge import (
     RETRIEVAL_NOT_RERUN,
     TIER2,
     TIER3,
+    TRAFFIC_GONE,
     TodayModels,
     bridge_baseline,
     bridge_reasons,
@@ -47,6 +48,7 @@ from rag_eval_pipeline.evaluation.regression import (
 )
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import summarize_judgments
+from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
 from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.reporting.html_report import model_bridge_html
@@ -540,3 +542,51 @@ def test_embedder_change_rebuilds_the_answer_tiers_it_can(
     reference = verdicts.xs(REFERENCE_RAG, level="system")
     assert set(reference["verdict"]) == {NOT_COMPARABLE}
     assert all(RETRIEVAL_NOT_RERUN in reason for reason in reference["reason"])
+
+
+def test_judge_change_rejudges_the_baseline_traffic_sample(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The baseline's judged traffic sample, rebuilt from its logs snapshot by the log ids its
+    judgments name, judged again by B: compared (unpaired, as always), not alerted, the bridge
+    reports B − A; without the logs it stays not comparable with why."""
+    qualities = np.random.default_rng(2).uniform(0.3, 0.8, 30)
+    logs = answers(qualities).rename(columns={"query_id": "log_id"})
+    logs = logs.assign(
+        log_id=[f"log{i}" for i in range(30)],
+        timestamp=pd.Timestamp("2026-11-20T12:00:00Z"),
+        retrieved_doc_ids=[["d1"]] * 30,
+    )
+    snapshot = replace(dataset(30), logs=logs)
+    with two_judges(tmp_path, embedder) as ((resource_a, resource_b), (judge_a, judge_b), _):
+
+        def day(date: str, judge, identity: str) -> tuple[PartitionScores, pd.DataFrame]:
+            judged, _ = judge_sample(logged_sample(logs, None, logs["log_id"]), judge, embedder)
+            scorecard = build_scorecard(
+                [summarize_judgments(judged, "traffic")], "v1", date, Thresholds()
+            )
+            samples = item_scores({"traffic_judgments": judged}, SAMPLE_SOURCES)
+            scores = PartitionScores(
+                "v1", date, scorecard, item_scores({}), {"judge": identity}, samples
+            )
+            return scores, judged
+
+        (baseline, stored), (today, _) = (
+            day("2026-11-20", judge_a, resource_a.identity),
+            day("2026-11-21", judge_b, resource_b.identity),
+        )
+        changes = {"judge": (resource_a.identity, resource_b.identity)}
+        tables = {"traffic_judgments": stored}
+        bridged, bridge = bridge_baseline(
+            baseline, tables, snapshot, models(judge_b, embedder), changes
+        )
+        gone, _ = bridge_baseline(baseline, tables, dataset(30), models(judge_b, embedder), changes)
+    row = bridge.set_index("metric").loc[METRIC]
+    assert (row["tier"], row["n_items"]) == ("traffic", 30)
+    assert row["shift"] == pytest.approx(SHIFT, abs=1e-3)
+    verdicts = compare_partitions(today, bridged, RULE).set_index("metric")
+    assert not verdicts["alert"].any()
+    assert verdicts.loc[METRIC, "verdict"] == NO_CHANGE
+    assert verdicts.loc[METRIC, "test"] == "two-sample permutation (unpaired)"
+    kept = compare_partitions(today, gone, RULE).set_index("metric").loc[METRIC]
+    assert kept["verdict"] == NOT_COMPARABLE and TRAFFIC_GONE in kept["reason"]

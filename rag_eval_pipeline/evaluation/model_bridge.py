@@ -20,6 +20,10 @@ item, under one set of models:
   assets do (`evaluation.corpus_embedding`); Tiers 2 and 3 re-scored (semantic similarity,
   context relevance and the offline judge read embeddings), and Tier 2's answers re-generated
   when today's generator is the offline extractive one (it picks sentences by embedding).
+- **judge** and **embedder** on the traffic tier: the baseline's judged sample (its stored
+  `traffic_judgments` name the logged interactions) rebuilt from the logs of its dataset
+  snapshot (`evaluation.traffic_sample.logged_sample`) and judged again; it stays an unpaired
+  sample, compared as before.
 
 Not bridged, so `not comparable: <model> changed` with the reason (`NOT_BRIDGED`):
 
@@ -30,9 +34,8 @@ Not bridged, so `not comparable: <model> changed` with the reason (`NOT_BRIDGED`
 - under a generator change with the embedder changed too, the reference RAG's Tier 3 answers
   (their contexts came from the old embedder's retrieval);
 - the judge's own tiers (`judge_reliability`, `show_judge`: they measure the judge itself);
-- the traffic tier's judged sample (an unpaired sample of the day's logs; re-judging the
-  baseline's sample from its logs snapshot is not built), the UX tier, and Tier 3's latency
-  percentiles and prediction-powered estimates (not scores of the stored answers);
+- the UX tier, and Tier 3's latency percentiles and prediction-powered estimates (not scores of
+  the stored answers);
 - everything a model feeds when the baseline's answers or dataset snapshot are gone from the
   warehouse (the reason says so).
 
@@ -64,7 +67,7 @@ from rag_eval_pipeline.evaluation.corpus_embedding import (
     embedding_quality_rows,
 )
 from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS, judge_criteria
-from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
 from rag_eval_pipeline.evaluation.regression import (
     BRIDGED,
     KEY,
@@ -72,6 +75,8 @@ from rag_eval_pipeline.evaluation.regression import (
     is_quality_metric,
 )
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric, summarize_judgments
+from rag_eval_pipeline.evaluation.traffic import TRAFFIC_TIER
+from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
 from rag_eval_pipeline.metrics.agreement import bin_scores, cohen_kappa, spearman
@@ -103,6 +108,7 @@ TIER2 = AnswerTier(
 )
 TIER3 = AnswerTier("tier3_e2e", "e2e_judgments", "e2e_generations", "retrieved_doc_ids", True)
 ANSWER_TIERS = (TIER2, TIER3)
+TRAFFIC_JUDGMENTS = "traffic_judgments"
 # The changes after which the bridge may call today's generator (`regenerated_rows`).
 REGENERATING_ROLES = frozenset({"generator", "embedder"})
 RESCORED, REGENERATED, REEMBEDDED = (
@@ -118,13 +124,13 @@ CORPUS_GONE = "the baseline's corpus is gone from the warehouse, so it was not r
 RETRIEVAL_NOT_RERUN = (
     "the reference RAG's retrieval ran on the old embeddings and is not re-run (not bridged)"
 )
-TRAFFIC_NOT_REBUILT = "the baseline's traffic sample is not re-judged (not bridged)"
+TRAFFIC_GONE = (
+    "the baseline's logs are gone from the warehouse, so its traffic sample was not re-judged"
+)
 NOT_A_SCORE = "not a score of the stored answers (latency, estimates), so not rebuilt"
 NOT_BRIDGED: dict[tuple[str, str], str] = {
     ("judge", "judge_reliability"): "it measures the judge itself",
     ("judge", "show_judge"): "it measures the judge itself",
-    ("judge", "traffic"): TRAFFIC_NOT_REBUILT,
-    ("embedder", "traffic"): TRAFFIC_NOT_REBUILT,
     ("generator", "ux"): "the UX tier is not re-run with the new generator (not bridged)",
     ("embedder", "ux"): "the UX tier is not re-run with the new embedder (not bridged)",
     ("judge", "tier3_e2e"): NOT_A_SCORE,
@@ -308,10 +314,12 @@ def bridge_statistics(
 
 @dataclass
 class _Rebuilt:
-    """What the bridge rebuilt so far: per-item tables, summaries, bridge rows, bridged keys per
-    role, the notes of what it could not rebuild, systems renamed per tier."""
+    """What the bridge rebuilt so far: per-item tables (paired, `ITEM_SOURCES`; sampled,
+    `SAMPLE_SOURCES`), summaries, bridge rows, bridged keys per role, the notes of what it
+    could not rebuild, systems renamed per tier."""
 
     tables: dict[str, pd.DataFrame]
+    samples: dict[str, pd.DataFrame]
     summaries: list[pd.DataFrame]
     bridge: list[pd.DataFrame]
     bridged: dict[str, set[tuple[str, str, str]]]
@@ -365,6 +373,33 @@ def _rebuild_answers(
             "re-generated"
         )
     out.tables[spec.judgments] = current
+    out.summaries.append(summary)
+
+
+def _rejudge_traffic(
+    stored: pd.DataFrame | None,
+    dataset: GoldenDataset | None,
+    models: TodayModels,
+    changes: ModelChanges,
+    out: _Rebuilt,
+) -> None:
+    """The traffic tier's judged sample rebuilt from the baseline's logs and judged again by
+    today's judge and embedder; the bridge rows."""
+    scorers = _changed(changes, ("judge", "embedder"))
+    if not scorers or stored is None or stored.empty:
+        return
+    if dataset is None or dataset.logs is None:
+        out.notes |= {(role, TRAFFIC_TIER): TRAFFIC_GONE for role in ("judge", "embedder")}
+        return
+    sample = logged_sample(dataset.logs, dataset.corpus, stored["query_id"])
+    judged, _ = judge_sample(sample, models.judge, models.embedder)
+    judged = judged[judged["metric"].isin(set(stored["metric"]))].reset_index(drop=True)
+    out.bridge.append(bridge_statistics(stored, judged, TRAFFIC_TIER, scorers, RESCORED))
+    summary = summarize_judgments(judged, TRAFFIC_TIER)
+    for role in ("judge", "embedder"):
+        if role in changes:
+            out.bridged[role] |= set(map(tuple, summary[KEY].itertuples(index=False)))
+    out.samples[TRAFFIC_JUDGMENTS] = judged
     out.summaries.append(summary)
 
 
@@ -448,6 +483,7 @@ def bridge_baseline(
     (why the others were not), and the bridge rows (`BRIDGE_COLUMNS`)."""
     out = _Rebuilt(
         tables={},
+        samples={},
         summaries=[],
         bridge=[],
         bridged={role: set() for role in changes},
@@ -462,6 +498,7 @@ def bridge_baseline(
             out.notes |= {(role, spec.tier): ANSWERS_GONE for role in changes}
             continue
         _rebuild_answers(spec, judged, answers, models, dataset, changes, out)
+    _rejudge_traffic(tables.get(TRAFFIC_JUDGMENTS), dataset, models, changes, out)
     if "embedder" in changes:
         _reembed(baseline.scorecard, dataset, models.embedder, out)
     bridge = pd.concat(
@@ -472,10 +509,14 @@ def bridge_baseline(
     if out.summaries:
         card = _summarized(card, pd.concat(out.summaries, ignore_index=True))
     sources = {name: tables.get(name) for name in ITEM_SOURCES} | out.tables
+    sampled = {name: tables.get(name) for name in SAMPLE_SOURCES} | out.samples
     rebuilt = replace(
         baseline,
         scorecard=card,
         items=item_scores({k: v for k, v in sources.items() if v is not None}),
+        samples=item_scores({k: v for k, v in sampled.items() if v is not None}, SAMPLE_SOURCES)
+        if out.samples
+        else baseline.samples,
         bridged={role: frozenset(keys) for role, keys in out.bridged.items()},
         bridge_notes=out.notes,
     )
