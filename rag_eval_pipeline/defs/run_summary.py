@@ -1,14 +1,20 @@
-"""What `rag-eval run` prints after the runs: per partition, alerted metrics and failed checks.
+"""What `rag-eval run` prints after the runs: per partition, alerted metrics, failed checks and
+what the run's LLM calls cost.
 
 The regressions come from the partition's stored `metric_regressions` table (the same rows the
 check, the report and the alert sensor read); the failed checks from the run's asset check
-evaluations on the instance. `--fail-on-regression` turns either into a non-zero exit.
+evaluations on the instance; the LLM usage from the run's materializations' metadata (every
+`<role>_model` with its `<role>_calls`, `_cache_hits`, `_cost_usd`: the judge, the generator,
+and the model bridge's re-judging and re-generation, `bridge_judge` and `bridge_generator`).
+`--fail-on-regression` turns alerts or ERROR checks into a non-zero exit.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import pandas as pd
 from dagster import (
     AssetCheckEvaluation,
     AssetCheckSeverity,
@@ -82,6 +88,58 @@ def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEval
     return [e for e in evaluations if isinstance(e, AssetCheckEvaluation) and not e.passed]
 
 
+USAGE_COLUMNS = ["asset", "role", "model", "calls", "cache_hits", "cost_usd"]
+BRIDGE_ROLE_PREFIX = "bridge_"
+
+
+def run_llm_usage(instance: DagsterInstance, run_id: str) -> pd.DataFrame:
+    """One row per (asset, LLM role) that `run_id`'s materializations record: the model, the
+    calls sent, the cache hits and the cost in USD (NaN: litellm could not price it). The run's
+    LLM cost is the sum of `cost_usd`; offline models record no usage and give no row."""
+    records = instance.get_records_for_run(
+        run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+    ).records
+    rows = []
+    for record in records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        materialization = event.event_specific_data.materialization
+        values = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+        for key, model in values.items():
+            role = key.removesuffix("_model")
+            if key.endswith("_model") and f"{role}_calls" in values:
+                rows.append(
+                    [
+                        materialization.asset_key.to_user_string(),
+                        role,
+                        str(model),
+                        int(values[f"{role}_calls"]),
+                        int(values.get(f"{role}_cache_hits", 0)),
+                        float(values.get(f"{role}_cost_usd", math.nan)),
+                    ]
+                )
+    return pd.DataFrame(rows, columns=USAGE_COLUMNS)
+
+
+def usage_line(usage: pd.DataFrame) -> str | None:
+    """`LLM: N calls, M cache hits, $X` for the run, with the model bridge's share; None
+    without LLM usage."""
+    if usage.empty:
+        return None
+
+    def spent(rows: pd.DataFrame) -> str:
+        cost = rows["cost_usd"].sum(min_count=1) if rows["cost_usd"].notna().all() else math.nan
+        price = f"${cost:.4f}" if math.isfinite(cost) else "cost unknown (unpriced model)"
+        return (
+            f"{int(rows['calls'].sum())} calls, {int(rows['cache_hits'].sum())} cache hits, {price}"
+        )
+
+    bridge = usage[usage["role"].str.startswith(BRIDGE_ROLE_PREFIX)]
+    share = f" (the model bridge: {spent(bridge)})" if not bridge.empty else ""
+    return f"  LLM: {spent(usage)}{share}"
+
+
 def partition_summary(
     instance: DagsterInstance,
     store: WarehouseStore,
@@ -109,6 +167,9 @@ def partition_summary(
         lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
         if n_alerts > MAX_PRINTED:
             lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
+    usage = usage_line(run_llm_usage(instance, run_id)) if run_id else None
+    if usage:
+        lines.append(usage)
     failed = failed_checks(instance, run_id) if run_id else []
     n_errors = sum(1 for e in failed if e.severity == AssetCheckSeverity.ERROR)
     levels = [e for e in failed if e.check_name == LEVEL_CHECK]

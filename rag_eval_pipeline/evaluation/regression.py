@@ -41,8 +41,11 @@
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
-  `generator changed` / `embedder changed` for the tiers the model feeds (shown, never
-  alerted).
+  `generator changed` / `embedder changed` for the metrics the model feeds (shown, never
+  alerted; `model_feeds`: the generator feeds Tier 3 and the embedder Tier 1 only for the
+  reference RAG) unless the baseline was rebuilt with today's model
+  (`evaluation.model_bridge`, `PartitionScores.bridged`). A model change is named before
+  `missing today` and `no baseline value`: Tiers 0 and 2 name their system after the model.
 
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
 count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
@@ -59,7 +62,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -87,6 +90,7 @@ from rag_eval_pipeline.metrics.stats import (
     sign_test,
 )
 from rag_eval_pipeline.metrics.traffic import LATENCY_QUANTILES
+from rag_eval_pipeline.systems import REFERENCE_RAG
 
 KEY = ["tier", "system", "metric"]
 # Which comparison a row belongs to, and what changed: shared by both rules' tables.
@@ -156,8 +160,8 @@ REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE = (
 VERDICTS = (REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE)
 MISSING_TODAY = "missing today"
 NO_VALUE = "no value on either date"
-# The reason of a metric compared across a judge change (`evaluation.judge_bridge`) starts so.
-REJUDGED = "baseline re-judged by the new judge"
+# The reason of a metric compared across a model change (`evaluation.model_bridge`) starts so.
+BRIDGED = "baseline rebuilt with today's"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
@@ -183,6 +187,13 @@ ROLE_TIERS: dict[str, frozenset[str]] = {
     "embedder": frozenset(
         {"tier0_embedding", "tier1_retrieval", "tier2_generation", "tier3_e2e", "ux"}
     ),
+}
+# Tiers of which a model feeds only the built-in reference RAG's rows (`systems.rag`): the
+# dataset's runs, a callable system's and logged answers are made without the pipeline's
+# embedder and generator (Tier 3's scores of them use the embedder, not the generator).
+ROLE_REFERENCE_TIERS: dict[str, frozenset[str]] = {
+    "generator": frozenset({"tier3_e2e"}),
+    "embedder": frozenset({"tier1_retrieval"}),
 }
 # Tiers only some of whose metrics a model feeds: the traffic tier's judged sample (its
 # latency, errors, cost and feedback come from the logs, whatever the judge).
@@ -231,10 +242,11 @@ class PartitionScores:
     items: pd.DataFrame
     identities: dict[str, str | None] = field(default_factory=dict)
     samples: pd.DataFrame | None = None
-    # A baseline re-scored by today's judge (`evaluation.judge_bridge`): the keys re-scored,
-    # compared although the judge changed, and why the others could not be.
-    bridged: frozenset[tuple[str, str, str]] = frozenset()
-    bridge_note: str | None = None
+    # A baseline rebuilt with today's models (`evaluation.model_bridge`): per changed model
+    # (role), the keys compared although it changed; per (role, tier), why the others of that
+    # tier could not be bridged.
+    bridged: Mapping[str, frozenset[tuple[str, str, str]]] = field(default_factory=dict)
+    bridge_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -250,9 +262,11 @@ class RegressionRule:
     untested_tolerance: float = 0.2
 
 
-def model_feeds(role: str, tier: str, metric: str) -> bool:
-    """Whether the `role` model's output goes into `metric` of `tier` (its change makes the
-    metric incomparable with the baseline)."""
+def model_feeds(role: str, tier: str, system: str, metric: str) -> bool:
+    """Whether the `role` model's output goes into `metric` of `system` in `tier` (its change
+    makes the metric incomparable with the baseline)."""
+    if tier in ROLE_REFERENCE_TIERS.get(role, frozenset()):
+        return system == REFERENCE_RAG
     partial = ROLE_TIER_METRICS.get(role, {}).get(tier, frozenset())
     return tier in ROLE_TIERS[role] or metric in partial
 
@@ -420,12 +434,12 @@ def _row_reason(
         return "no baseline yet (first evaluation)"
     if not np.isfinite(base) and not np.isfinite(cur):
         return NO_VALUE
-    if not np.isfinite(cur):
-        return MISSING_TODAY
+    if not np.isfinite(cur):  # Tiers 0 and 2 name their system after the model that changed
+        return "; ".join(moved) if moved else MISSING_TODAY
     if errors > OUTAGE_ERROR_RATE:
         return f"{OUTAGE}: {errors:.0%} of its judgments failed today"
     if not np.isfinite(base):
-        return "no baseline value"
+        return "; ".join(moved) if moved else "no baseline value"
     return "; ".join(moved)
 
 
@@ -511,10 +525,10 @@ def compare_partitions(
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
         moved = [
             f"{who} changed ({ids})"
-            + (f": {baseline.bridge_note}" if who == "judge" and baseline.bridge_note else "")
+            + (f": {note}" if (note := baseline.bridge_notes.get((who, tier))) else "")
             for who, ids in changed.items()
-            if model_feeds(who, tier, metric)
-            and not (who == "judge" and (tier, system, metric) in baseline.bridged)
+            if model_feeds(who, tier, system, metric)
+            and (tier, system, metric) not in baseline.bridged.get(who, frozenset())
         ]
         reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))

@@ -312,14 +312,14 @@ def judged_sample_of_chunks(
     for chunk in chunks():
         wanted = positions[(positions >= offset) & (positions < offset + len(chunk))] - offset
         if wanted.size:
-            picked.append(_sample_candidates(chunk.iloc[wanted], texts))
+            picked.append(sample_candidates(chunk.iloc[wanted], texts))
         offset += len(chunk)
     if not picked:
         return pd.DataFrame(columns=SAMPLE_COLUMNS)
     return pd.concat(picked, ignore_index=True)
 
 
-def _sample_candidates(interactions: pd.DataFrame, texts: dict[str, str]) -> pd.DataFrame:
+def sample_candidates(interactions: pd.DataFrame, texts: dict[str, str]) -> pd.DataFrame:
     """`SAMPLE_COLUMNS` of every interaction (contexts empty where none is known)."""
     if interactions.empty or "answer" not in interactions.columns:
         return pd.DataFrame(columns=SAMPLE_COLUMNS)
@@ -347,7 +347,7 @@ def _sample_candidates(interactions: pd.DataFrame, texts: dict[str, str]) -> pd.
 
 def _is_eligible(interactions: pd.DataFrame, known_ids: pd.Index) -> np.ndarray:
     """Vectorized: the interaction has an `answer`, and logged `contexts` or a retrieved id in
-    `known_ids` (what makes :func:`_sample_candidates` give it non-empty contexts)."""
+    `known_ids` (what makes :func:`sample_candidates` give it non-empty contexts)."""
     if interactions.empty or "answer" not in interactions.columns:
         return np.zeros(len(interactions), dtype=bool)
 

@@ -32,7 +32,7 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
-from rag_eval_pipeline.evaluation.regression import KEY, NOT_COMPARABLE, REJUDGED
+from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
@@ -606,13 +606,14 @@ def full_scorecard_html(scorecard: pd.DataFrame) -> str:
     return _table(headers, body, {3, 4, 5, 6, 7}, "scorecard compact")
 
 
-def judge_bridge_html(comparisons: pd.DataFrame | None) -> str:
-    """The metrics compared across a judge change because the baseline's answers were
-    re-judged by today's judge, each with how far the judge change alone moved it (the
-    verdict's reason, `evaluation.judge_bridge`); empty when the judge did not change."""
+def model_bridge_html(comparisons: pd.DataFrame | None) -> str:
+    """The metrics compared across a model change (judge, generator, embedder) because the
+    baseline was rebuilt with today's models from its stored inputs, each with how far the
+    change alone moved it (the verdict's reason, `evaluation.model_bridge`); empty when no
+    model changed or nothing could be rebuilt."""
     if comparisons is None or comparisons.empty:
         return ""
-    bridged = comparisons[comparisons["reason"].fillna("").str.contains(REJUDGED, regex=False)]
+    bridged = comparisons[comparisons["reason"].fillna("").str.contains(BRIDGED, regex=False)]
     if bridged.empty:
         return ""
     body = [
@@ -622,10 +623,11 @@ def judge_bridge_html(comparisons: pd.DataFrame | None) -> str:
         for r in bridged.itertuples()
     ]
     return (
-        '<section id="judge-bridge"><h2>Judge changed: baseline re-judged</h2><p class="lead">'
-        "The judge differs from the baseline's, so the baseline's stored answers were scored "
-        "again by today's judge and compared item by item under one judge; each row says how "
-        "far the judge change alone moved the metric on the baseline's items.</p>"
+        '<section id="model-bridge"><h2>Model changed: baseline rebuilt</h2><p class="lead">'
+        "A model differs from the baseline's, so the baseline was rebuilt with today's models "
+        "from its stored inputs (answers re-judged, re-generated, or the corpus re-embedded) "
+        "and compared item by item under one set of models; each row says how far the change "
+        "alone moved the metric on the baseline's items.</p>"
         f"{_table(['Tier', 'System', 'Metric', 'Verdict', 'Bridge'], body, set())}</section>"
     )
 
@@ -1106,7 +1108,7 @@ def render_report(data: ReportData) -> str:
         else ""
     )
     judge = tier_tables_html(data, JUDGE_TIERS)
-    judge_numbers = judge_bridge_html(data.comparisons) + judge_corrected_html(data.scorecard)
+    judge_numbers = model_bridge_html(data.comparisons) + judge_corrected_html(data.scorecard)
     fragments = {
         "header": _header(data),
         "kpis": _kpis(data),

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import pandas as pd
 from upath import UPath
 
-from rag_eval_pipeline.storage.parquet import read_parquet, write_parquet_atomically
+from rag_eval_pipeline.storage.batches import TableBatches
+from rag_eval_pipeline.storage.parquet import read_parquet, read_tables, write_parquet_atomically
 
 SCORECARD_ASSET = "evaluation_scorecard"
 REGRESSIONS_ASSET = "metric_regressions"
@@ -42,6 +43,15 @@ class WarehouseStore:
         """The stored table of one partition of `asset`, or None if it was never materialized."""
         path = self.partition_path(asset, version, date)
         return read_parquet(path) if path.exists() else None
+
+    def read_table_folder(
+        self, asset: str, version: str, date: str
+    ) -> dict[str, pd.DataFrame | TableBatches] | None:
+        """The stored tables of one partition of an asset whose value is a mapping of tables
+        (the `golden_dataset` snapshot: `<date>/<table>.parquet`), or None if it was never
+        materialized."""
+        folder = self.partition_path(asset, version, date).with_suffix("")
+        return read_tables(folder) if folder.exists() else None
 
     def scorecard_path(self, version: str, date: str) -> UPath:
         """Where the scorecard of one partition is stored."""

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import Embedder, loading_seconds
+from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.http_config import HttpSystemConfig
 from rag_eval_pipeline.systems.retrievers import dense_scores, document_texts, top_k_run
@@ -57,7 +58,7 @@ class ReferenceRag:
         generator: Generator,
         top_k: int = 3,
         skip_top: int = 0,
-        name: str = "reference-rag",
+        name: str = REFERENCE_RAG,
     ) -> None:
         self.embedder = embedder
         self.corpus = corpus.reset_index(drop=True)

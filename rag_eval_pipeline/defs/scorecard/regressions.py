@@ -9,6 +9,7 @@ HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
+from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
@@ -20,12 +21,14 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
-from rag_eval_pipeline.evaluation.judge_bridge import (
+from rag_eval_pipeline.evaluation.model_bridge import (
+    ANSWER_TIERS,
     BRIDGE_COLUMNS,
-    BRIDGED_TABLES,
+    REGENERATING_ROLES,
+    TodayModels,
     bridge_baseline,
     bridge_reasons,
-    judge_change,
+    model_changes,
 )
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
@@ -84,7 +87,9 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
         "permutation test or a quantile exceedance test), p and "
         "weighted Benjamini–Hochberg q (metric roles: primary / secondary / monitor), and the "
         "verdict: regressed / improved / no significant change / untestable / not comparable "
-        "(reason)."
+        "(reason). When the judge, generator or embedder changed since the baseline, the "
+        "baseline is first rebuilt with today's models from its stored inputs where they allow "
+        "it (the model bridge: metadata model_bridge, usage bridge_judge_*, bridge_generator_*)."
     ),
 )
 def metric_regressions(
@@ -143,19 +148,40 @@ def metric_regressions(
             baseline_identities(store, chosen.version, chosen.date),
             item_scores(tables, SAMPLE_SOURCES),
         )
-    bridge, bridge_metadata = pd.DataFrame(columns=BRIDGE_COLUMNS), {}
-    change = judge_change(previous, tables, today_tables, judge_llm.identity) if previous else None
-    if previous is not None and change is not None:
-        judge, client = judge_llm.judge(embedder.get())
+    bridge, bridge_metadata, changes = pd.DataFrame(columns=BRIDGE_COLUMNS), {}, {}
+    if previous is not None:
+        changes = model_changes(previous, tables, today_tables, identities)
+    if previous is not None and changes:
+        model = embedder.get()
+        judge, judge_client = judge_llm.judge(model)
+        generator, generator_client = generator_llm.generator(model)
         answers = {
-            name: store.read_partition(name, previous.version, previous.date)
-            for name, _ in BRIDGED_TABLES.values()
+            spec.answers: store.read_partition(spec.answers, previous.version, previous.date)
+            for spec in ANSWER_TIERS
         }
-        previous, bridge = bridge_baseline(previous, {**tables, **answers}, judge, load_weights())
+        snapshot = store.read_table_folder("golden_dataset", previous.version, previous.date)
+        dataset = GoldenDataset.from_tables(previous.version, snapshot) if snapshot else None
+        previous, bridge = bridge_baseline(
+            previous,
+            {**tables, **answers},
+            dataset,
+            TodayModels(judge, generator, model, load_weights()),
+            changes,
+        )
         bridge_metadata = {
-            "judge_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
-            **llm_usage_metadata("bridge_judge", judge.judge_model, client),
+            "model_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
+            "model_changes": MetadataValue.md(
+                "\n".join(
+                    f"- {role}: {markdown_cell(old)} → {markdown_cell(new)}"
+                    for role, (old, new) in changes.items()
+                )
+            ),
+            **llm_usage_metadata("bridge_judge", judge.judge_model, judge_client),
         }
+        if REGENERATING_ROLES & changes.keys():
+            bridge_metadata |= llm_usage_metadata(
+                "bridge_generator", generator.generator_model, generator_client
+            )
     thresholds = Thresholds.load(config.thresholds_file)
     rule = RegressionRule(
         config.alpha,
@@ -165,8 +191,8 @@ def metric_regressions(
         thresholds.untested_tolerance,
     )
     verdicts = compare_partitions(current, previous, rule)
-    if change is not None:
-        verdicts["reason"] = bridge_reasons(verdicts, bridge, *change)
+    if changes:
+        verdicts["reason"] = bridge_reasons(verdicts, bridge, changes)
     counts = verdicts["verdict"].value_counts()
     n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
     context.add_output_metadata(

@@ -7,7 +7,7 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.resources import EmbedderResource, RagSystemResource
-from rag_eval_pipeline.defs.tier0_embedding.assets import embedding_matrix
+from rag_eval_pipeline.evaluation.corpus_embedding import embedding_matrix
 from rag_eval_pipeline.evaluation.retrieval import (
     all_runs,
     evaluate_runs,

@@ -22,9 +22,6 @@ from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
-    context_relevance_rows,
-    judge_answers,
-    judge_criteria,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
 from rag_eval_pipeline.evaluation.traffic import (
@@ -38,7 +35,7 @@ from rag_eval_pipeline.evaluation.traffic import (
     traffic_quality_rows,
     traffic_values,
 )
-from rag_eval_pipeline.judges.criteria import configured_criteria
+from rag_eval_pipeline.evaluation.traffic_sample import judge_sample
 from rag_eval_pipeline.storage.parquet import StoredTables
 
 PLOTTED_METRICS = (
@@ -57,9 +54,6 @@ PLOTTED_METRICS = (
 
 NO_TRAFFIC = "this version has no logs.* with a timestamp column, and no traces/"
 SAMPLED_COLUMNS = ("question", "answer", "contexts", "retrieved_doc_ids")
-
-
-TRAFFIC_JUDGE_METRICS = ("faithfulness", "answer_relevance")
 
 
 class TrafficConfig(Config):
@@ -180,15 +174,7 @@ def traffic_judgments(
         return skipped(context, "no interaction of the day logged an answer and contexts", empty)
     model = embedder.get()
     judge, client = judge_llm.judge(model)
-    custom, not_computed = judge_criteria(sample, judge, configured_criteria("traffic"))
-    judgments = pd.concat(
-        [
-            judge_answers(sample, judge, TRAFFIC_JUDGE_METRICS),
-            context_relevance_rows(sample, model),
-            custom,
-        ],
-        ignore_index=True,
-    )
+    judgments, not_computed = judge_sample(sample, judge, model)
     context.add_output_metadata(
         {
             **criteria_metadata(not_computed),
