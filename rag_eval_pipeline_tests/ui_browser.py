@@ -19,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,15 +245,19 @@ def ui_page(
     timeout_s: float,
     init_script: str = "",
     failure_shot: Path | None = None,
+    on_response: Callable[[Any], None] | None = None,
 ) -> Iterator[OpenPage]:
     """The UI page `url + path` in a fresh offline context (only `url` is reachable: the UI
     embeds dagster.io iframes and Google fonts), once `ready_text` is visible, the community
-    dialog dismissed; `UIError` if it never renders (the page saved as `failure_shot`)."""
+    dialog dismissed; `UIError` if it never renders (the page saved as `failure_shot`).
+    `on_response` sees every response from the first one on."""
     context = browser.new_context(viewport=dict(viewport))
     try:
         context.add_init_script(COMMUNITY_DIALOG_SEEN + init_script)
         opened = OpenPage(context.new_page(), block_other_origins(context, (url,)), [])
         opened.page.on("pageerror", lambda error: opened.errors.append(str(error)))
+        if on_response:
+            opened.page.on("response", on_response)
         opened.page.set_default_timeout(timeout_s * 1000)
         opened.page.goto(url + path, wait_until="domcontentloaded")
         try:
