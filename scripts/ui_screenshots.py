@@ -15,11 +15,12 @@ under `data/reports/ui/` (git-ignored). Run `make ui-screenshot`, or:
 
     DAGSTER_HOME=/tmp/dh_ui RAG_EVAL_WAREHOUSE=/tmp/wh_ui .venv/bin/python scripts/ui_screenshots.py
 
-Needs a Chromium binary (`apt-get install chromium`; `--chromium PATH` or `$CHROMIUM` for
-another one) and, for the full set, Playwright (`.venv/bin/pip install playwright`; its own
-browser download is not used). Without Playwright it falls back to `chromium --headless
---screenshot` (no clicks: overview, partitions, checks and lineage only). Every request to a
-host other than the local webserver is blocked, so the script runs offline.
+Needs a Chromium binary (`make browser` installs Debian's `chromium` when it may; `--chromium
+PATH` or `$CHROMIUM` for another one) and, for the full set, Playwright (in the dev extra: `make
+install`; its own browser download is not used). Without Playwright it falls back to `chromium
+--headless --screenshot` (no clicks: overview, partitions, checks and lineage only). Every request
+to a host other than the local webserver is blocked, so the script runs offline. The webserver
+and browser helpers are `rag_eval_pipeline_tests/ui_browser.py`, shared with the browser tests.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def screenshot_with_playwright(
 
 
 def screenshot_with_cli(
-    url: str, chromium: str, targets: list[Shot], out: Path, timeout_s: float
+    url: str, executable: str, targets: list[Shot], out: Path, timeout_s: float
 ) -> list[Path]:
     """Fallback without Playwright: `chromium --headless --screenshot`, no clicks.
 
@@ -237,7 +238,7 @@ def screenshot_with_cli(
         target = out / f"{shot.name}.png"
         size = f"{shot.viewport['width']},{shot.viewport['height']}"
         command = [
-            chromium,
+            executable,
             *CHROMIUM_ARGS,
             "--hide-scrollbars",
             f"--window-size={size}",
@@ -292,14 +293,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        chromium = find_chromium(args.chromium)
+        executable = find_chromium(args.chromium)
         use_playwright = not args.no_playwright
         if use_playwright:
             try:
                 import playwright.sync_api  # noqa: F401
             except ImportError:
                 print(
-                    "Playwright is not installed (`.venv/bin/pip install playwright`): falling "
+                    "Playwright is not installed (`make install` installs it): falling "
                     "back to `chromium --headless --screenshot` (no plots screenshot).",
                     file=sys.stderr,
                 )
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             partition = latest[args.asset]
             latest_date = partition.split("|")[-1] if partition else None
             targets = shots(args.asset, args.plot_filter, latest_date, groups)
-            saved = take(url, chromium, targets, out, args.page_timeout)
+            saved = take(url, executable, targets, out, args.page_timeout)
         print(f"{len(saved)} screenshot(s) in {out}")
         return 0
     except UIError as error:
