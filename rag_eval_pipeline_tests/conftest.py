@@ -227,11 +227,11 @@ TIER1_SLICE = [
 WEBSERVER_STARTUP_S = 90.0  # from launch; the code location imports litellm, torch, nltk
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
     """The URL of `dagster-webserver` on a temporary instance (the shipped dagster.yaml)
     holding real materializations of Tier 1 of `scifact-test` (no corpus: cheap) on
-    `TIER1_DATES`.
+    `TIER1_DATES`; one per module (a server lives no longer than the tests that use it).
 
     Loading the code location dominates the start-up, so the webserver is launched first and
     the in-process materializations run while it loads; the UI reads the instance per query.
