@@ -142,8 +142,9 @@ def test_the_report_leads_with_what_changed_and_the_regression(report: OpenRepor
     drop = regressions.locator("tbody tr", has_text="drop").first
     assert drop.is_visible()
     assert "ndcg@10" in regressions.inner_text()
-    box = drop.bounding_box()
+    box = drop.bounding_box()  # on the first screen, without scrolling
     assert box is not None and box["height"] > 0 and box["width"] > 0
+    assert box["y"] + box["height"] <= REPORT_VIEWPORT["height"]
 
 
 def test_sparklines_render_with_a_size(report: OpenReport) -> None:
@@ -157,6 +158,8 @@ def test_sparklines_render_with_a_size(report: OpenReport) -> None:
 
 
 def test_hostile_dataset_text_is_shown_as_text_and_never_runs(report: OpenReport) -> None:
+    """The run-file name is shown (as text); the report shows no question text today, so the
+    `<script>` question only guards a future one."""
     page = report.page
     assert page.evaluate("window.__xss") is None
     assert report.dialogs == []
