@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install demo test lint ui ui-screenshot bench clean
+.PHONY: install browser demo test lint ui ui-screenshot bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,23 @@ $(DAGSTER_HOME):
 demo: $(STAMP) $(DAGSTER_HOME)
 	$(BIN)/rag-eval run --days 7 --parallel 2
 
-test: $(STAMP)
+# The browser tests (rag_eval_pipeline_tests/test_browser.py) drive Debian's Chromium with
+# Playwright (a dev dependency). Missing, it is installed when we may (root or passwordless
+# sudo, apt-get); otherwise one line says the browser tests will be skipped and how to enable them.
+CHROMIUM ?= /usr/bin/chromium
+export CHROMIUM
+APT_INSTALL_CHROMIUM := apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then :; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "browser tests will be skipped: no $(CHROMIUM) and no apt-get (install Chromium, then CHROMIUM=/path/to/chromium make test)"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "installing chromium (apt-get) for the browser tests"; \
+		sh -c '$(APT_INSTALL_CHROMIUM)' || echo "browser tests will be skipped: apt-get install chromium failed"; \
+	elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then echo "installing chromium (sudo apt-get) for the browser tests"; \
+		sudo sh -c '$(APT_INSTALL_CHROMIUM)' || echo "browser tests will be skipped: apt-get install chromium failed"; \
+	else echo "browser tests will be skipped: no $(CHROMIUM) (enable them: sudo apt-get install -y chromium)"; fi
+
+test: $(STAMP) browser
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
 	$(BIN)/pytest -q
 
@@ -54,6 +70,5 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) data/warehouse data/cache .dagster_home
 
-ui-screenshot: $(STAMP) $(DAGSTER_HOME)
-	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/pip install --quiet playwright
+ui-screenshot: $(STAMP) $(DAGSTER_HOME) browser
 	$(BIN)/python scripts/ui_screenshots.py

@@ -1,13 +1,15 @@
-"""Session-wide fixtures: the offline environment and one embedding model per test session."""
+"""Session-wide fixtures: the offline environment, one embedding model per test session, and
+the real runs several modules read: the `flips` version on two dates (`two_dates`) and a
+`dagster-webserver` over two dates of Tier 1 (`tier1_webserver`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,16 +20,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import pandas as pd
 from dagster import (
     AssetChecksDefinition,
+    AssetKey,
+    AssetSelection,
     DagsterInstance,
     ExecuteInProcessResult,
     instance_for_test,
     materialize,
 )
 
-from rag_eval_pipeline.definitions import default_resources
+from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
 from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import (
     DatasetsResource,
     EmbedderResource,
@@ -36,6 +42,9 @@ from rag_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline_tests import flips
+from rag_eval_pipeline_tests.ui_browser import free_port, start_webserver, wait_until_ready
+from rag_eval_pipeline_tests.ui_browser import stop_process_group as stop_process_group
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATASETS_DIR = PROJECT_ROOT / "data" / "datasets"
@@ -165,15 +174,90 @@ def rag_eval_process(
     )
 
 
-def stop_process_group(process: subprocess.Popen) -> None:
-    """SIGTERM the process group `process` leads (started with `start_new_session=True`, e.g. a
-    webserver or daemon with its code server), SIGKILL if it lingers."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-    with contextlib.suppress(ProcessLookupError):  # a code server still shutting down
-        os.killpg(process.pid, signal.SIGKILL)
+# --------------------------------------------------------------------------- shared real runs
+
+PIPELINE = [a for a in ALL_ASSETS if a.key != AssetKey("system_comparison")]
+
+
+@dataclass
+class TwoDates:
+    tmp: Path
+    instance: DagsterInstance
+    day2: ExecuteInProcessResult
+    verdicts: pd.DataFrame
+
+
+@pytest.fixture(scope="session")
+def two_dates(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[TwoDates]:
+    """The whole pipeline with its checks on `flips` (plus `HOSTILE_SYSTEM`, unchanged) on
+    `DAY1` and `DAY2`, on a temporary instance; reports under `tmp/reports`."""
+    tmp = tmp_path_factory.mktemp("flips")
+    datasets = tmp / "datasets"
+    with instance_for_test(overrides=SHIPPED_STORAGE) as instance:
+        instance.add_dynamic_partitions(DATASET_VERSION, [flips.VERSION])
+        for day, misses in ((flips.DAY1, flips.DAY1_MISSES), (flips.DAY2, flips.DAY2_MISSES)):
+            flips.write_version(
+                datasets / flips.VERSION, {**misses, flips.HOSTILE_SYSTEM: flips.BASE_MISSES}
+            )
+            result = materialize(
+                [*PIPELINE, *ALL_CHECKS],
+                partition_key=evaluation_partition_key(flips.VERSION, day),
+                instance=instance,
+                resources=evaluation_resources(
+                    tmp, embedder, datasets=DatasetsResource(root=str(datasets))
+                ),
+                run_config=report_config(tmp),
+            )
+            assert result.success
+        verdicts = pd.read_parquet(
+            tmp / "warehouse" / "metric_regressions" / flips.VERSION / f"{flips.DAY2}.parquet"
+        )
+        yield TwoDates(tmp, instance, result, verdicts)
+
+
+TIER1_VERSION = "scifact-test"
+TIER1_DATES = ("2026-11-20", "2026-11-21")
+TIER1_SLICE = [
+    "golden_dataset",
+    "corpus_embeddings",
+    "retrieval_runs",
+    "retrieval_metrics",
+    "retrieval_quality",
+]
+WEBSERVER_STARTUP_S = 90.0  # from launch; the code location imports litellm, torch, nltk
+
+
+@pytest.fixture(scope="module")
+def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
+    """The URL of `dagster-webserver` on a temporary instance (the shipped dagster.yaml)
+    holding real materializations of Tier 1 of `scifact-test` (no corpus: cheap) on
+    `TIER1_DATES`; one per module (a server lives no longer than the tests that use it).
+
+    Loading the code location dominates the start-up, so the webserver is launched first and
+    the in-process materializations run while it loads; the UI reads the instance per query.
+    """
+    tmp = tmp_path_factory.mktemp("webserver")
+    home = tmp / "dagster_home"
+    home.mkdir()
+    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    instance = DagsterInstance.from_config(str(home))
+    instance.add_dynamic_partitions(DATASET_VERSION, [TIER1_VERSION])
+    port, log, started = free_port(), tmp / "webserver.log", time.monotonic()
+    process = start_webserver(home, port, log, {"RAG_EVAL_WAREHOUSE": str(tmp / "warehouse")})
+    try:
+        for day in TIER1_DATES:
+            result = materialize(
+                [*ALL_ASSETS, *ALL_CHECKS],
+                selection=AssetSelection.assets(*TIER1_SLICE),
+                partition_key=evaluation_partition_key(TIER1_VERSION, day),
+                instance=instance,
+                resources=evaluation_resources(tmp, embedder),
+            )
+            assert result.success
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(url, process, log, deadline=started + WEBSERVER_STARTUP_S)
+        yield url
+    finally:
+        stop_process_group(process)
+        instance.dispose()

@@ -28,7 +28,7 @@ from rag_eval_pipeline.reporting.terminal import (
 )
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus, questions_hit
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, rag_eval
-from rag_eval_pipeline_tests.test_metric_regressions import write_version
+from rag_eval_pipeline_tests.flips import write_version
 
 LOGS = pd.DataFrame(
     {

@@ -1,12 +1,12 @@
 """`metric_regressions`: paired verdicts on two real dates of a pipeline, and their alerts.
 
-A 60-question version with three logged TREC runs is materialized on two dates. Between the
-dates `drop` loses the relevant document of 6 questions it answered (6 of 60 pairs flip 1 → 0,
-none back: exact one-sided p = 0.0156), `same` is unchanged, and `swap` loses 6 and gains 6.
+The `flips` version (`flips.py`: 60 questions, logged TREC runs) is materialized on two dates by
+the session fixture `two_dates` (conftest). Between the dates `drop` loses the relevant document
+of 6 questions it answered (6 of 60 pairs flip 1 → 0, none back: exact one-sided p = 0.0156),
+`same` is unchanged, and `swap` loses 6 and gains 6.
 """
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,20 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from dagster import (
-    AssetKey,
     DagsterInstance,
-    ExecuteInProcessResult,
     build_sensor_context,
-    instance_for_test,
-    materialize,
 )
 from scipy import stats
 
-from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
+from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
-from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.item_scores import (
     SAMPLE_SOURCES,
     e2e_latency_samples,
@@ -49,79 +42,17 @@ from rag_eval_pipeline.evaluation.traffic import traffic_items, traffic_quality_
 from rag_eval_pipeline.metrics.stats import permutation_tails
 from rag_eval_pipeline.metrics.traffic import positive_feedback
 from rag_eval_pipeline.reporting.alerting import alert_lines, sample_size
-from rag_eval_pipeline_tests.conftest import (
-    SHIPPED_STORAGE,
-    evaluation_resources,
-    rag_eval,
-    rag_eval_process,
-    report_config,
+from rag_eval_pipeline_tests.conftest import TwoDates, rag_eval, rag_eval_process
+from rag_eval_pipeline_tests.flips import (
+    DAY1,
+    DAY1_MISSES,
+    DAY2,
+    DAY2_MISSES,
+    VERSION,
+    N,
+    write_version,
 )
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
-
-VERSION, DAY1, DAY2 = "flips", "2026-11-20", "2026-11-21"
-N = 60
-PIPELINE = [a for a in ALL_ASSETS if a.key != AssetKey("system_comparison")]
-
-
-def write_version(folder: Path, misses: dict[str, set[int]]) -> None:
-    """60 questions with one relevant document each; a run per system that ranks the
-    relevant document first except for the questions in `misses[system]`."""
-    (folder / "runs").mkdir(parents=True, exist_ok=True)
-    (folder / "queries.jsonl").write_text(
-        "".join(f'{{"query_id": "q{i}", "question": "question number {i}"}}\n' for i in range(N))
-    )
-    (folder / "qrels.csv").write_text(
-        "query_id,doc_id,relevance\n" + "".join(f"q{i},rel{i},1\n" for i in range(N))
-    )
-    for system, missed in misses.items():
-        lines = []
-        for i in range(N):
-            docs = [f"other{i}a", f"other{i}b"] if i in missed else [f"rel{i}", f"other{i}a"]
-            lines += [
-                f"q{i} Q0 {doc} {rank} {10 - rank} {system}\n" for rank, doc in enumerate(docs, 1)
-            ]
-        (folder / "runs" / f"{system}.trec").write_text("".join(lines))
-
-
-BASE_MISSES = set(range(12))  # 48 of 60 hits: HitRate@1 = 0.80 on day 1
-DAY1_MISSES = {"drop": BASE_MISSES, "same": BASE_MISSES, "swap": BASE_MISSES}
-DAY2_MISSES = {
-    "drop": BASE_MISSES | set(range(20, 26)),
-    "same": BASE_MISSES,
-    "swap": (BASE_MISSES - set(range(6))) | set(range(20, 26)),
-}
-
-
-@dataclass
-class TwoDates:
-    tmp: Path
-    instance: DagsterInstance
-    day2: ExecuteInProcessResult
-    verdicts: pd.DataFrame
-
-
-@pytest.fixture(scope="module")
-def two_dates(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[TwoDates]:
-    tmp = tmp_path_factory.mktemp("flips")
-    datasets = tmp / "datasets"
-    with instance_for_test(overrides=SHIPPED_STORAGE) as instance:
-        instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
-        for day, misses in ((DAY1, DAY1_MISSES), (DAY2, DAY2_MISSES)):
-            write_version(datasets / VERSION, misses)
-            result = materialize(
-                [*PIPELINE, *ALL_CHECKS],
-                partition_key=evaluation_partition_key(VERSION, day),
-                instance=instance,
-                resources=evaluation_resources(
-                    tmp, embedder, datasets=DatasetsResource(root=str(datasets))
-                ),
-                run_config=report_config(tmp),
-            )
-            assert result.success
-        verdicts = pd.read_parquet(
-            tmp / "warehouse" / "metric_regressions" / VERSION / f"{DAY2}.parquet"
-        )
-        yield TwoDates(tmp, instance, result, verdicts)
 
 
 def row(verdicts: pd.DataFrame, system: str, metric: str) -> pd.Series:
@@ -545,7 +476,6 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
 def test_a_run_without_metric_regressions_never_reports_or_gates_on_a_stored_verdict(
     tmp_path: Path,
 ) -> None:
-    from dagster import DagsterInstance
 
     from rag_eval_pipeline.defs.run_summary import partition_summary
     from rag_eval_pipeline.storage.parquet import write_parquet_atomically

@@ -29,10 +29,12 @@ from rag_eval_pipeline.evaluation.regression import (
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import (
+    PALETTE,
     format_change,
     format_detectable,
     format_value,
     nice_ticks,
+    series_colors,
 )
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
@@ -196,6 +198,19 @@ def test_trend_chart_has_a_line_per_system_and_marks_the_regression(
     labels = [t.text for t in hit_rate.iter(f"{SVG}text")]
     assert {D1, D3} <= set(labels) and "regression" in labels and EVIL in labels
     assert "1.0" in labels and "0.4" in labels
+
+
+def test_systems_in_one_chart_never_share_a_colour() -> None:
+    """19 systems over three charts of 7 (one in all three): 10 colours are enough."""
+    charts = {f"m{c}": [f"s{c}_{i}" for i in range(6)] + ["shared"] for c in range(3)}
+    history = pd.DataFrame(
+        [{"metric": m, "system": s} for m, systems in charts.items() for s in systems]
+    )
+    colors = series_colors(history)
+    assert set(colors) == {s for systems in charts.values() for s in systems}
+    assert set(colors.values()) <= set(PALETTE)
+    for systems in charts.values():
+        assert len({colors[s] for s in systems}) == len(systems)
 
 
 def test_trends_stop_at_the_report_date(store: WarehouseStore) -> None:

@@ -1,8 +1,8 @@
 """The Dagster UI's view of the project: a real `dagster-webserver` queried over GraphQL.
 
 A cheap slice of the pipeline (the golden dataset and Tier 1 of `scifact-test`, which has no
-corpus, for one date) is materialized in-process on a temporary instance while `dagster-webserver`
-starts as a subprocess on that same instance (same `DAGSTER_HOME`, warehouse in a temp folder);
+corpus, on two dates) is materialized in-process on a temporary instance while
+`dagster-webserver` starts as a subprocess on that same instance (`tier1_webserver`, conftest);
 its GraphQL API must then show what a user sees: the tiers as asset groups with their lineage, the
 two-dimensional partitions, the latest materialization with the float metadata the UI plots, and
 the scorecard's checks.
@@ -11,42 +11,15 @@ the scorecard's checks.
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import yaml
-from dagster import AssetSelection, DagsterInstance, materialize
 
-from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline_tests.conftest import (
-    PROJECT_ROOT,
-    SHIPPED_INSTANCE_CONFIG,
-    evaluation_resources,
-    stop_process_group,
-)
+from rag_eval_pipeline.defs.partitions import DATASET_VERSION
+from rag_eval_pipeline_tests.conftest import TIER1_DATES, TIER1_VERSION
+from rag_eval_pipeline_tests.ui_browser import graphql
 
-VERSION = "scifact-test"
-DATE = "2026-11-20"
-TIER1_SLICE = [
-    "golden_dataset",
-    "corpus_embeddings",
-    "retrieval_runs",
-    "retrieval_metrics",
-    "retrieval_quality",
-]
-STARTUP_TIMEOUT_S = 90.0  # from launch; the code location imports litellm, torch, nltk
-WEBSERVER = Path(sys.executable).with_name("dagster-webserver")
+VERSION, DATE = TIER1_VERSION, TIER1_DATES[-1]
 
 GROUPS = {
     "golden_dataset": "0_dataset",
@@ -122,103 +95,9 @@ query Partitions($key: AssetKeyInput!) {
 """
 
 
-@dataclass
-class Webserver:
-    url: str
-    process: subprocess.Popen
-
-    def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(
-            f"{self.url}/graphql",
-            data=body,
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            payload = json.loads(response.read())
-        assert "errors" not in payload, payload["errors"]
-        return payload["data"]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_until_ready(url: str, process: subprocess.Popen, log: Path, deadline: float) -> None:
-    """Poll `/server_info` until the webserver answers, failing fast if it exits."""
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(
-                f"dagster-webserver exited with {process.returncode}:\n{log.read_text()[-4000:]}"
-            )
-        try:
-            with urllib.request.urlopen(f"{url}/server_info", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    raise AssertionError(
-        f"dagster-webserver not ready after {STARTUP_TIMEOUT_S:.0f} s:\n{log.read_text()[-4000:]}"
-    )
-
-
 @pytest.fixture(scope="module")
-def webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Webserver]:
-    """The webserver on a temporary instance holding real materializations of Tier 1.
-
-    Loading the code location dominates the start-up, so the webserver is launched first and
-    the in-process materialization runs while it loads; the UI reads the instance per query.
-    """
-    tmp = tmp_path_factory.mktemp("webserver")
-    home = tmp / "dagster_home"
-    home.mkdir()
-    config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
-    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    instance = DagsterInstance.from_config(str(home))
-    instance.add_dynamic_partitions(DATASET_VERSION, [VERSION])
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(home),
-        "RAG_EVAL_WAREHOUSE": str(tmp / "warehouse"),
-        "PYTHONUNBUFFERED": "1",
-    }
-    log = tmp / "webserver.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [str(WEBSERVER), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the code server stops with it
-        )
-    started = time.monotonic()
-    try:
-        result = materialize(
-            [*ALL_ASSETS, *ALL_CHECKS],
-            selection=AssetSelection.assets(*TIER1_SLICE),
-            partition_key=evaluation_partition_key(VERSION, DATE),
-            instance=instance,
-            resources=evaluation_resources(tmp, embedder),
-        )
-        assert result.success
-        url = f"http://127.0.0.1:{port}"
-        wait_until_ready(url, process, log, deadline=started + STARTUP_TIMEOUT_S)
-        yield Webserver(url, process)
-    finally:
-        stop_process_group(process)
-        instance.dispose()
-
-
-@pytest.fixture(scope="module")
-def asset_nodes(webserver: Webserver) -> dict[str, dict]:
-    nodes = webserver.graphql(ASSET_GRAPH_QUERY)["assetNodes"]
+def asset_nodes(tier1_webserver: str) -> dict[str, dict]:
+    nodes = graphql(tier1_webserver, ASSET_GRAPH_QUERY)["assetNodes"]
     return {"/".join(node["assetKey"]["path"]): node for node in nodes}
 
 
@@ -226,8 +105,8 @@ def keys(entries: list[dict]) -> set[str]:
     return {"/".join(entry["path"]) for entry in entries}
 
 
-def test_server_info_names_the_installed_dagster(webserver: Webserver) -> None:
-    with urllib.request.urlopen(f"{webserver.url}/server_info", timeout=5) as response:
+def test_server_info_names_the_installed_dagster(tier1_webserver: str) -> None:
+    with urllib.request.urlopen(f"{tier1_webserver}/server_info", timeout=5) as response:
         info = json.loads(response.read())
     import dagster
 
@@ -290,10 +169,10 @@ def test_partitions_are_dataset_version_by_date(asset_nodes: dict[str, dict]) ->
 
 
 def test_latest_materialization_has_partition_key_and_float_metadata(
-    webserver: Webserver,
+    tier1_webserver: str,
 ) -> None:
-    data = webserver.graphql(
-        LATEST_MATERIALIZATION_QUERY, {"key": {"path": ["retrieval_quality"]}}
+    data = graphql(
+        tier1_webserver, LATEST_MATERIALIZATION_QUERY, {"key": {"path": ["retrieval_quality"]}}
     )["assetOrError"]
     assert data["__typename"] == "Asset"
     [latest] = data["assetMaterializations"]
@@ -315,12 +194,12 @@ def test_latest_materialization_has_partition_key_and_float_metadata(
     assert DATE in dimensions["date"]
 
 
-def test_partition_stats_count_the_materialized_partition(webserver: Webserver) -> None:
-    node = webserver.graphql(PARTITION_STATUS_QUERY, {"key": {"path": ["retrieval_quality"]}})[
-        "assetNodeOrError"
-    ]
+def test_partition_stats_count_the_materialized_partitions(tier1_webserver: str) -> None:
+    node = graphql(
+        tier1_webserver, PARTITION_STATUS_QUERY, {"key": {"path": ["retrieval_quality"]}}
+    )["assetNodeOrError"]
     assert node["__typename"] == "AssetNode"
-    assert node["partitionStats"]["numMaterialized"] == 1
+    assert node["partitionStats"]["numMaterialized"] == len(TIER1_DATES)
 
 
 def test_scorecard_checks_are_listed(asset_nodes: dict[str, dict]) -> None:

@@ -15,11 +15,12 @@ under `data/reports/ui/` (git-ignored). Run `make ui-screenshot`, or:
 
     DAGSTER_HOME=/tmp/dh_ui RAG_EVAL_WAREHOUSE=/tmp/wh_ui .venv/bin/python scripts/ui_screenshots.py
 
-Needs a Chromium binary (`apt-get install chromium`; `--chromium PATH` or `$CHROMIUM` for
-another one) and, for the full set, Playwright (`.venv/bin/pip install playwright`; its own
-browser download is not used). Without Playwright it falls back to `chromium --headless
---screenshot` (no clicks: overview, partitions, checks and lineage only). Every request to a
-host other than the local webserver is blocked, so the script runs offline.
+Needs a Chromium binary (`make browser` installs Debian's `chromium` when it may; `--chromium
+PATH` or `$CHROMIUM` for another one) and, for the full set, Playwright (in the dev extra: `make
+install`; its own browser download is not used). Without Playwright it falls back to `chromium
+--headless --screenshot` (no clicks: overview, partitions, checks and lineage only). Every request
+to a host other than the local webserver is blocked, so the script runs offline. The webserver
+and browser helpers are `rag_eval_pipeline_tests/ui_browser.py`, shared with the browser tests.
 """
 
 from __future__ import annotations
@@ -28,42 +29,33 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from rag_eval_pipeline_tests.ui_browser import (
+    CHROMIUM_ARGS,
+    DEFAULT_CHROMIUM,
+    PROJECT_ROOT,
+    UIError,
+    chromium,
+    find_chromium,
+    free_port,
+    graphql,
+    settle,
+    show_plots,
+    ui_page,
+    webserver,
+)
+
 DEFAULT_OUT = PROJECT_ROOT / "data" / "reports" / "ui"
-DEFAULT_CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 # the UI scrolls inside its own panes (the page itself never scrolls), so a "full page"
 # screenshot is the viewport: asset pages get a tall one
 VIEWPORT = {"width": 1600, "height": 1000}
 TALL = {"width": 1600, "height": 2200}
-# the "Join the Dagster community" dialog the UI shows on localhost: mark it seen in the browser
-# (not in the instance, so the user's own UI still shows it once)
 CLI_HOST_ALIAS = "dagster-ui.test"
-INIT_SCRIPT = "window.localStorage.setItem('communityNux', JSON.stringify('1'));"
-
-
-class ScreenshotError(RuntimeError):
-    """A problem the user can fix; printed without a traceback."""
 
 
 @dataclass
@@ -79,86 +71,6 @@ class Shot:
 
 
 # --------------------------------------------------------------------------- the webserver
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def graphql(url: str, query: str) -> dict:
-    request = urllib.request.Request(
-        f"{url}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        payload = json.loads(response.read())
-    if "errors" in payload:
-        raise ScreenshotError(f"GraphQL error: {payload['errors']}")
-    return payload["data"]
-
-
-@contextlib.contextmanager
-def webserver(dagster_home: Path, port: int, timeout_s: float, log: Path) -> Iterator[str]:
-    """`dagster-webserver -w workspace.yaml` on 127.0.0.1:port; stopped (its whole process
-    group, so the code server too) on exit."""
-    executable = Path(sys.executable).with_name("dagster-webserver")
-    if not executable.exists():
-        found = shutil.which("dagster-webserver")
-        if not found:
-            raise ScreenshotError("dagster-webserver not found: run `make install` first.")
-        executable = Path(found)
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "PYTHONUNBUFFERED": "1"}
-    for name, value in (
-        ("HF_HUB_OFFLINE", "1"),
-        ("TRANSFORMERS_OFFLINE", "1"),
-        ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
-        ("TOKENIZERS_PARALLELISM", "false"),
-    ):
-        env.setdefault(name, value)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [str(executable), "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if process.poll() is not None:
-                raise ScreenshotError(
-                    f"dagster-webserver exited with code {process.returncode}; its log "
-                    f"({log}):\n{log.read_text(errors='replace')[-3000:]}"
-                )
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=2):
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise ScreenshotError(
-                    f"dagster-webserver not ready after {timeout_s:.0f} s (log: {log})"
-                )
-            time.sleep(0.5)
-        yield url
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=20)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
 
 
 def asset_catalog(url: str) -> tuple[dict[str, str | None], list[str]]:
@@ -178,27 +90,6 @@ def asset_catalog(url: str) -> tuple[dict[str, str | None], list[str]]:
 
 
 # --------------------------------------------------------------------------- the browser
-
-
-def find_chromium(requested: str | None) -> str:
-    candidates = (
-        [requested]
-        if requested
-        else [
-            os.environ.get("CHROMIUM"),
-            DEFAULT_CHROMIUM,
-            shutil.which("chromium"),
-            shutil.which("chromium-browser"),
-        ]
-    )
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise ScreenshotError(
-        f"Chromium not found (looked for {', '.join(c for c in candidates if c) or 'nothing'}).\n"
-        "Install it (Debian/Ubuntu: `sudo apt-get update && sudo apt-get install -y chromium`) "
-        "or pass --chromium /path/to/chromium (or set $CHROMIUM)."
-    )
 
 
 # the global graph's expanded groups, as the UI stores them in localStorage (Dagster 1.13);
@@ -223,20 +114,9 @@ def expand_groups(page) -> None:  # type: ignore[no-untyped-def]
     node.first.wait_for(state="visible")
 
 
-def show_plots(key_filter: str, x_axis: str) -> Callable[[object], None]:
-    """The metadata section's Table/Plots toggle → Plots (x axis `Partitions` or `Events`),
-    after filtering the keys."""
-
-    def action(page) -> None:  # type: ignore[no-untyped-def]
-        if key_filter:
-            page.get_by_placeholder("Filter metadata keys").first.fill(key_filter)
-            page.wait_for_timeout(500)
-        page.get_by_role("button").filter(has_text="Plots").first.click()
-        page.wait_for_timeout(500)
-        page.get_by_role("button").filter(has_text=x_axis).first.click()
-        page.wait_for_timeout(500)
-
-    return action
+def plots(key_filter: str, x_axis: str) -> Callable[[object], None]:
+    """`show_plots` as a shot's action."""
+    return lambda page: show_plots(page, key_filter, x_axis)
 
 
 def select_partition(date: str | None) -> Callable[[object], None]:
@@ -275,14 +155,14 @@ def shots(
             f"{metric_asset}_plots",
             f"/assets/{metric_asset}",
             "Latest materialization",
-            action=show_plots(plot_filter, "Partitions"),
+            action=plots(plot_filter, "Partitions"),
             viewport=dict(TALL),
         ),
         Shot(
             f"{metric_asset}_plots_by_event",
             f"/assets/{metric_asset}",
             "Latest materialization",
-            action=show_plots(plot_filter, "Events"),
+            action=plots(plot_filter, "Events"),
             viewport=dict(TALL),
         ),
         Shot(
@@ -306,72 +186,41 @@ def shots(
 
 
 def screenshot_with_playwright(
-    url: str, chromium: str, targets: list[Shot], out: Path, timeout_s: float
+    url: str, executable: str, targets: list[Shot], out: Path, timeout_s: float
 ) -> list[Path]:
-    from playwright.sync_api import sync_playwright
-
     saved = []
-    with sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(
-                executable_path=chromium, headless=True, args=CHROMIUM_ARGS
-            )
-        except Exception as error:  # any launch failure is reported the same way
-            raise ScreenshotError(f"could not start Chromium {chromium}: {error}") from error
-        try:
-            for shot in targets:
-                context = browser.new_context(viewport=shot.viewport)
-                context.add_init_script(INIT_SCRIPT + shot.init_script)
-                # offline: only the local webserver (the UI embeds dagster.io iframes)
-                context.route(
-                    "**/*",
-                    lambda route: (
-                        route.continue_()
-                        if route.request.url.startswith(url)
-                        or route.request.url.startswith("data:")
-                        else route.abort()
-                    ),
-                )
-                page = context.new_page()
-                page.set_default_timeout(timeout_s * 1000)
-                page.goto(url + shot.path, wait_until="domcontentloaded")
-                try:
-                    page.get_by_text(shot.ready_text).first.wait_for(state="visible")
-                except Exception as error:
-                    page.screenshot(path=str(out / f"{shot.name}.failed.png"))
-                    raise ScreenshotError(
-                        f"{shot.path}: {shot.ready_text!r} did not appear within "
-                        f"{timeout_s:.0f} s (see {shot.name}.failed.png)"
-                    ) from error
-                with contextlib.suppress(Exception):
-                    page.wait_for_load_state("networkidle", timeout=15_000)
-                skip = page.get_by_role("button", name="Skip")
-                if skip.count():
-                    skip.first.click()
+    with chromium(executable) as browser:
+        for shot in targets:
+            failed = out / f"{shot.name}.failed.png"
+            with ui_page(
+                browser,
+                url,
+                shot.path,
+                shot.ready_text,
+                shot.viewport,
+                timeout_s,
+                shot.init_script,
+                failed,
+            ) as opened:
                 if shot.action:
                     try:
-                        shot.action(page)
+                        shot.action(opened.page)
                     except Exception as error:
-                        page.screenshot(path=str(out / f"{shot.name}.failed.png"))
-                        raise ScreenshotError(
-                            f"{shot.path}: could not prepare {shot.name} ({error}); see "
-                            f"{shot.name}.failed.png"
+                        opened.page.screenshot(path=str(failed))
+                        raise UIError(
+                            f"{shot.path}: could not prepare {shot.name} ({error}); see {failed}"
                         ) from error
-                    with contextlib.suppress(Exception):
-                        page.wait_for_load_state("networkidle", timeout=15_000)
-                page.wait_for_timeout(1500)  # charts and graph layout animate in
+                    settle(opened.page)
+                opened.page.wait_for_timeout(1500)  # charts and graph layout animate in
                 target = out / f"{shot.name}.png"
-                page.screenshot(path=str(target))
-                context.close()
-                saved.append(target)
-                print(f"  {target}")
-        finally:
-            browser.close()
+                opened.page.screenshot(path=str(target))
+            saved.append(target)
+            print(f"  {target}")
     return saved
 
 
 def screenshot_with_cli(
-    url: str, chromium: str, targets: list[Shot], out: Path, timeout_s: float
+    url: str, executable: str, targets: list[Shot], out: Path, timeout_s: float
 ) -> list[Path]:
     """Fallback without Playwright: `chromium --headless --screenshot`, no clicks.
 
@@ -389,7 +238,7 @@ def screenshot_with_cli(
         target = out / f"{shot.name}.png"
         size = f"{shot.viewport['width']},{shot.viewport['height']}"
         command = [
-            chromium,
+            executable,
             *CHROMIUM_ARGS,
             "--hide-scrollbars",
             f"--window-size={size}",
@@ -402,7 +251,7 @@ def screenshot_with_cli(
             command, capture_output=True, text=True, timeout=timeout_s + 60, check=False
         )
         if result.returncode != 0 or not target.exists():
-            raise ScreenshotError(
+            raise UIError(
                 f"chromium --screenshot failed for {shot.path} (code {result.returncode}):\n"
                 f"{result.stderr[-2000:]}"
             )
@@ -444,21 +293,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        chromium = find_chromium(args.chromium)
+        executable = find_chromium(args.chromium)
         use_playwright = not args.no_playwright
         if use_playwright:
             try:
                 import playwright.sync_api  # noqa: F401
             except ImportError:
                 print(
-                    "Playwright is not installed (`.venv/bin/pip install playwright`): falling "
+                    "Playwright is not installed (`make install` installs it): falling "
                     "back to `chromium --headless --screenshot` (no plots screenshot).",
                     file=sys.stderr,
                 )
                 use_playwright = False
         home = args.dagster_home.resolve()
         if not args.url and not home.is_dir():
-            raise ScreenshotError(
+            raise UIError(
                 f"DAGSTER_HOME {home} does not exist: run `make demo` (or `rag-eval run`) first."
             )
         out = args.out.resolve()
@@ -472,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         with server as url:
             latest, groups = asset_catalog(url)
             if args.asset not in latest:
-                raise ScreenshotError(f"no asset {args.asset!r}; assets: {', '.join(latest)}")
+                raise UIError(f"no asset {args.asset!r}; assets: {', '.join(latest)}")
             missing = [name for name in (args.asset, "evaluation_scorecard") if not latest[name]]
             if missing:
                 print(
@@ -485,10 +334,10 @@ def main(argv: list[str] | None = None) -> int:
             partition = latest[args.asset]
             latest_date = partition.split("|")[-1] if partition else None
             targets = shots(args.asset, args.plot_filter, latest_date, groups)
-            saved = take(url, chromium, targets, out, args.page_timeout)
+            saved = take(url, executable, targets, out, args.page_timeout)
         print(f"{len(saved)} screenshot(s) in {out}")
         return 0
-    except ScreenshotError as error:
+    except UIError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 

@@ -1010,12 +1010,23 @@ def trend_series(
     return series
 
 
+def series_colors(history: pd.DataFrame) -> dict[str, str]:
+    """System → its colour in every trend chart. Systems drawn in the same chart (the same
+    metric) get different colours while the palette lasts: greedy, in name order, each takes
+    the first colour none of its chart-mates has (the first one when all are taken)."""
+    charts = [set(g.astype(str)) for _, g in history.groupby("metric")["system"]]
+    colors: dict[str, str] = {}
+    for system in sorted(set(history["system"].astype(str))):
+        taken = {colors[o] for chart in charts if system in chart for o in chart if o in colors}
+        colors[system] = next((c for c in PALETTE if c not in taken), PALETTE[0])
+    return colors
+
+
 def trends_html(data: ReportData) -> str:
     """A chart per headline metric present in the history, systems coloured consistently."""
     if data.history.empty:
         return '<p class="empty">No headline metric in the stored scorecards.</p>'
-    systems = sorted(set(data.history["system"].astype(str)))
-    colors = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(systems)}
+    colors = series_colors(data.history)
     marks = regression_marks(data)
     figures = []
     present = set(data.history["metric"])
@@ -1188,6 +1199,7 @@ white-space:nowrap}
 .hint{color:var(--muted);font-size:12px;margin-left:6px}
 .empty,.ok{margin:0;padding:12px 14px;border-radius:8px;background:var(--bg)}
 .ok{background:var(--exc-bg);color:var(--exc);font-weight:500}
+table.changes td:nth-child(3){min-width:10em}
 table.compact{font-size:13px}table.compact td,table.compact th{padding:4px 8px}
 table.cross thead th.num{text-transform:none;letter-spacing:0;color:var(--ink)}
 table.cross th .sub{display:block;font-weight:400;text-transform:none;letter-spacing:0}
