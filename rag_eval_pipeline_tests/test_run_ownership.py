@@ -56,7 +56,9 @@ from rag_eval_pipeline_tests.conftest import (
 VERSION = "demo-v1"
 KILLED_DATE = "2026-11-20"
 QUEUED_DATE = "2026-11-21"
-WAIT_S = 240
+# a daemon launches a run in a fresh process that imports the project and evaluates demo-v1:
+# about 2 minutes on 2 busy cores; the bound only matters when something is wrong
+WAIT_S = 600
 BIN = Path(sys.executable).parent
 
 
