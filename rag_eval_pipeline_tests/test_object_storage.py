@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,15 +26,19 @@ from rag_eval_pipeline.storage.parquet import (
     write_tables_atomically,
 )
 from rag_eval_pipeline.storage.result_cache import ResultCache
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 from rag_eval_pipeline_tests.s3_server import (
     bucket_keys,
     pending_uploads,
     s3_bucket,
+    s3_environment,
     s3_server,
 )
 from rag_eval_pipeline_tests.test_io_manager import unserializable_frame
 
 __all__ = ["s3_bucket", "s3_server"]  # fixtures
+
+DATE = "2026-11-20"
 
 
 def tables_of(version: int, rows: int = 20_000) -> dict[str, pd.DataFrame]:
@@ -71,9 +77,7 @@ def test_a_failed_write_keeps_the_previous_object_and_leaves_no_upload(
     assert bucket_keys(s3_server, s3_bucket) == ["asset/2026-11-21.parquet"]
 
 
-def test_a_folder_of_tables_is_published_as_one_generation(
-    s3_server: str, s3_bucket: str
-) -> None:
+def test_a_folder_of_tables_is_published_as_one_generation(s3_server: str, s3_bucket: str) -> None:
     """Each write is a new generation named by the manifest; the replaced one is kept for
     readers in flight, older ones are deleted: never more than two."""
     folder = storage_path(s3_bucket) / "golden_dataset" / "v1" / "2026-11-21"
@@ -179,3 +183,84 @@ def test_local_locations_stay_local(tmp_path: UPath) -> None:
     """A folder is a local UPath made absolute; the SQLite reply cache stays the local store."""
     assert storage_path("relative/warehouse").is_absolute()
     assert not isinstance(open_reply_cache(tmp_path / "llm"), ObjectReplyCache)
+
+
+def warehouse_values(bucket: str, keys: list[str]) -> dict[str, pd.DataFrame]:
+    """Every single-file partition stored under `<bucket>/warehouse/`, by key, without what is
+    measured rather than computed (latencies: columns and metrics named so)."""
+    tables = {}
+    for key in keys:
+        if key.startswith("warehouse/") and key.count("/") == 3 and key.endswith(".parquet"):
+            table = read_parquet(storage_path(f"{bucket}/{key}"))
+            if "metric" in table:
+                table = table[~table["metric"].astype(str).str.contains("latency")]
+            tables[key] = table.drop(columns=[c for c in table if "latency" in str(c)])
+    return tables
+
+
+def generation_shape(keys: list[str]) -> set[str]:
+    """`keys` with every generation name replaced by `<generation>`."""
+    return {
+        "/".join(
+            "<generation>" if part.startswith(GENERATION_PREFIX) else part
+            for part in key.split("/")
+        )
+        for key in keys
+    }
+
+
+def test_a_full_partition_and_its_rerun_on_s3(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    """`rag-eval run` on a real Dagster instance evaluates one dataset version and date with
+    the warehouse, the report and the caches in the bucket (nothing under the data folder);
+    the unchanged partition is then up to date, and a forced re-run writes the same values,
+    reads every embedding and result from the cache and leaves no temporary object."""
+    shutil.copytree(DATASETS_DIR / "demo-v1", tmp_path / "datasets" / "demo-v1")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        **s3_environment(s3_server),
+        "RAG_EVAL_WAREHOUSE": f"{s3_bucket}/warehouse",
+        "RAG_EVAL_REPORTS": f"{s3_bucket}/reports",
+        "RAG_EVAL_CACHE": f"{s3_bucket}/cache",
+    }
+
+    def run(*extra: str) -> str:
+        arguments = ["run", "--dataset-version", "demo-v1", "--date", DATE, *extra]
+        completed = rag_eval_process(tmp_path, home, *arguments, env=env, timeout_s=900)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        return completed.stdout
+
+    first_output = run()
+    assert f"{s3_bucket}/reports/demo-v1/{DATE}.html" in first_output
+    first = bucket_keys(s3_server, s3_bucket)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets", "home"]
+    assert f"warehouse/evaluation_scorecard/demo-v1/{DATE}.parquet" in first
+    assert f"warehouse/golden_dataset/demo-v1/{DATE}/_tables.json" in first
+    assert any(key.startswith("cache/embeddings/") and key.endswith(".npz") for key in first)
+    assert any(key.startswith("cache/results/") for key in first)
+    report = storage_path(f"{s3_bucket}/reports/demo-v1/{DATE}.html").read_text()
+    assert "demo-v1" in report
+    scorecard = read_parquet(
+        storage_path(f"{s3_bucket}/warehouse/evaluation_scorecard/demo-v1/{DATE}.parquet")
+    )
+    assert len(scorecard) > 50
+
+    assert f"demo-v1|{DATE} is up to date" in run()
+
+    values = warehouse_values(s3_bucket, first)
+    assert "materializing" in run("--force")
+    again = bucket_keys(s3_server, s3_bucket)
+    assert pending_uploads(s3_server, s3_bucket) == []
+    assert not [key for key in again if ".tmp" in key]
+    cache_keys = [key for key in again if key.startswith("cache/")]
+    assert cache_keys == [key for key in first if key.startswith("cache/")]
+    assert generation_shape(again) == generation_shape(first)
+    changed = []
+    for key, table in warehouse_values(s3_bucket, again).items():
+        try:
+            pd.testing.assert_frame_equal(table, values[key], obj=key)
+        except AssertionError as difference:
+            changed.append(str(difference).splitlines()[0])
+    assert not changed, changed
