@@ -14,8 +14,7 @@ from typing import Any
 import pgserver
 import pytest
 import yaml
-from dagster import DagsterInvalidConfigError, instance_for_test
-from dagster._core.run_coordinator import QueuedRunCoordinator
+from dagster import DagsterInvalidConfigError, QueuedRunCoordinator, instance_for_test
 from dagster_k8s import K8sRunLauncher
 
 from rag_eval_pipeline_tests.conftest import PROJECT_ROOT
