@@ -185,17 +185,21 @@ def test_local_locations_stay_local(tmp_path: UPath) -> None:
     assert not isinstance(open_reply_cache(tmp_path / "llm"), ObjectReplyCache)
 
 
-def warehouse_values(bucket: str, keys: list[str]) -> dict[str, pd.DataFrame]:
-    """Every single-file partition stored under `<bucket>/warehouse/`, by key, without what is
-    measured rather than computed (latencies: columns and metrics named so)."""
-    tables = {}
-    for key in keys:
-        if key.startswith("warehouse/") and key.count("/") == 3 and key.endswith(".parquet"):
-            table = read_parquet(storage_path(f"{bucket}/{key}"))
-            if "metric" in table:
-                table = table[~table["metric"].astype(str).str.contains("latency")]
-            tables[key] = table.drop(columns=[c for c in table if "latency" in str(c)])
-    return tables
+def warehouse_tables(bucket: str, keys: list[str]) -> dict[str, pd.DataFrame]:
+    """Every single-file partition stored under `<bucket>/warehouse/`, by key."""
+    return {
+        key: read_parquet(storage_path(f"{bucket}/{key}"))
+        for key in keys
+        if key.startswith("warehouse/") and key.count("/") == 3 and key.endswith(".parquet")
+    }
+
+
+def computed_values(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` without what is measured or says where a value came from rather than what it is:
+    latencies (columns and metrics named so) and the `cached` flag of judgments."""
+    if "metric" in table:
+        table = table[~table["metric"].astype(str).str.contains("latency")]
+    return table.drop(columns=[c for c in table if "latency" in str(c) or c == "cached"])
 
 
 def generation_shape(keys: list[str]) -> set[str]:
@@ -215,7 +219,8 @@ def test_a_full_partition_and_its_rerun_on_s3(
     """`rag-eval run` on a real Dagster instance evaluates one dataset version and date with
     the warehouse, the report and the caches in the bucket (nothing under the data folder);
     the unchanged partition is then up to date, and a forced re-run writes the same values,
-    reads every embedding and result from the cache and leaves no temporary object."""
+    reads every embedding, judgment and result from the caches in the bucket and leaves no
+    temporary object."""
     shutil.copytree(DATASETS_DIR / "demo-v1", tmp_path / "datasets" / "demo-v1")
     home = tmp_path / "home"
     home.mkdir()
@@ -249,7 +254,7 @@ def test_a_full_partition_and_its_rerun_on_s3(
 
     assert f"demo-v1|{DATE} is up to date" in run()
 
-    values = warehouse_values(s3_bucket, first)
+    values = warehouse_tables(s3_bucket, first)
     assert "materializing" in run("--force")
     again = bucket_keys(s3_server, s3_bucket)
     assert pending_uploads(s3_server, s3_bucket) == []
@@ -257,10 +262,15 @@ def test_a_full_partition_and_its_rerun_on_s3(
     cache_keys = [key for key in again if key.startswith("cache/")]
     assert cache_keys == [key for key in first if key.startswith("cache/")]
     assert generation_shape(again) == generation_shape(first)
+    rerun = warehouse_tables(s3_bucket, again)
+    judgments = [key for key in rerun if key.split("/")[1].endswith("_judgments")]
+    assert judgments and all(rerun[key]["cached"].all() for key in judgments)
     changed = []
-    for key, table in warehouse_values(s3_bucket, again).items():
+    for key, table in rerun.items():
         try:
-            pd.testing.assert_frame_equal(table, values[key], obj=key)
+            pd.testing.assert_frame_equal(
+                computed_values(table), computed_values(values[key]), obj=key
+            )
         except AssertionError as difference:
             changed.append(str(difference).splitlines()[0])
     assert not changed, changed
