@@ -184,7 +184,7 @@ def _publish_generation(tables: Mapping[str, pd.DataFrame | TableBatches], folde
         write_parquet_atomically(table, folder / generation / f"{name}.parquet")
     manifest = json.dumps({**_manifest(tables), "generation": generation}).encode()
     write_atomically(folder / TABLES_MANIFEST, lambda handle: handle.write(manifest))
-    oldest_kept = previous or generation
+    oldest_kept = min(previous or generation, generation)  # a slower writer keeps its own
     for entry in folder.iterdir():
         if entry.name == TABLES_MANIFEST or (
             entry.name.startswith(GENERATION_PREFIX) and entry.name >= oldest_kept
