@@ -191,8 +191,9 @@ def test_the_image_pins_are_the_makefiles_and_pyprojects() -> None:
     library = f"0.{int(minor) + 16}.{patch}"
     for package in ("dagster-k8s", "dagster-postgres"):
         assert pins("\n".join(extras_defined["k8s"]), package) == {library}
+    context = (K8S_DIR / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
     for copied in re.findall(r"^COPY (.+) \./", dockerfile, re.MULTILINE):
         for source in copied.split():
-            assert (PROJECT_ROOT / source).exists(), source
+            assert (PROJECT_ROOT / source).exists() and f"!{source}" in context, source
     module = PYPROJECT["tool"]["dagster"]["module_name"]
     assert f'"--module-name", "{module}"' in dockerfile
