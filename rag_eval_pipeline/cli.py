@@ -32,7 +32,7 @@ from rag_eval_pipeline.settings import (
     MAX_FILE_MB,
     MAX_TEXT_CHARS,
     PROJECT_ROOT,
-    REPORTS_DIR,
+    REPORTS_URL,
     WAREHOUSE_URL,
 )
 
@@ -227,13 +227,12 @@ def check_upstream_stored(
 ) -> None:
     """Raise `UsageError` (one line saying what to select) when a selected asset reads an
     upstream asset that is neither selected nor stored for every partition to run."""
-    from upath import UPath
-
+    from rag_eval_pipeline.storage.objects import storage_path
     from rag_eval_pipeline.storage.run_fingerprint import outputs_present
 
     graph = defs.resolve_asset_graph()
     chosen = set(selection)
-    warehouse = UPath(WAREHOUSE_URL)
+    warehouse = storage_path(WAREHOUSE_URL)
     for key in selection:
         for parent in sorted(graph.get(key).parent_keys - chosen):
             name = "/".join(parent.path)
@@ -261,12 +260,12 @@ def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
     """Where the report is and what to try next (the last lines `rag-eval run` prints)."""
     from rag_eval_pipeline.defs.report.assets import report_path
 
-    reports = [report_path(REPORTS_DIR, v, days[-1]) for v in versions]
+    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions]
     present = [path for path in reports if path.exists()]
     if present:
         print("\nreports:")
         for path in present:
-            print(terminal_text(f"  {path.resolve().as_uri()}"))
+            print(terminal_text(f"  {path.as_uri()}"))
     print(
         "next: open the report above, or try\n"
         "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
@@ -450,11 +449,11 @@ def _fingerprint_tags(
     the same fingerprint whose outputs are still stored (after saying so unless `quiet`), else
     None."""
     from dagster import DagsterRunStatus, RunsFilter
-    from upath import UPath
 
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
     from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.storage.objects import storage_path
     from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
@@ -476,12 +475,12 @@ def _fingerprint_tags(
         limit=1,
     )
     reports = (
-        [report_path(REPORTS_DIR, version, day)]
+        [report_path(REPORTS_URL, version, day)]
         if "/".join(evaluation_report.key.path) in selected_assets
         else []
     )
     if previous and outputs_present(
-        UPath(WAREHOUSE_URL), selected_assets, version, day, files=reports
+        storage_path(WAREHOUSE_URL), selected_assets, version, day, files=reports
     ):
         if quiet:
             return tags, previous[0].run_id

@@ -1,7 +1,9 @@
 """Project locations and environment-variable names, resolved once at import.
 
 `RAG_EVAL_DATA_DIR` moves the data folder (datasets, caches, reports); `RAG_EVAL_WAREHOUSE`
-points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`).
+points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`), and
+`RAG_EVAL_REPORTS` and `RAG_EVAL_CACHE` do the same for the HTML reports (and raters' CSVs)
+and the caches (embeddings, LLM replies, computed results).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("RAG_EVAL_DATA_DIR", PROJECT_ROOT / "data"))
 DATASETS_DIR = DATA_DIR / "datasets"
-CACHE_DIR = DATA_DIR / "cache"
-REPORTS_DIR = DATA_DIR / "reports"
+CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
+REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 
 MAX_FILE_MB = int(os.environ.get("RAG_EVAL_MAX_FILE_MB", "2048"))

@@ -145,8 +145,8 @@ def deployment_env(
         RAG_EVAL_DATA_DIR=str(data_dir),
         RAG_EVAL_WAREHOUSE=str(data_dir / "warehouse"),
         PYTHONPATH=str(PROJECT_ROOT),
-        **(extra or {}),
     )
+    env.update(extra or {})
     return env
 
 
@@ -160,7 +160,11 @@ def rag_eval(data_dir: Path, home: Path, *args: str, exit_code: int = 0) -> str:
 
 
 def rag_eval_process(
-    data_dir: Path, home: Path, *args: str, env: Mapping[str, str] | None = None
+    data_dir: Path,
+    home: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = CLI_TIMEOUT_S,
 ) -> subprocess.CompletedProcess[str]:
     """`rag_eval`'s fresh process with `env` added to its environment, whatever its exit code:
     the completed process, standard output and error captured."""
@@ -170,7 +174,7 @@ def rag_eval_process(
         cwd=data_dir,
         capture_output=True,
         text=True,
-        timeout=CLI_TIMEOUT_S,
+        timeout=timeout_s,
     )
 
 

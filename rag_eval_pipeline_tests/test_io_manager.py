@@ -29,6 +29,7 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
     escape_partition_path,
+    read_tables,
     write_parquet_atomically,
     write_tables_atomically,
 )
@@ -136,7 +137,8 @@ def test_pipeline_materializes_to_an_fsspec_memory_base(
     with stored.open("rb") as handle:
         quality = pd.read_parquet(handle)
     assert quality.set_index("metric").loc["mrr", "system"] == "reranked"
-    assert UPath(f"{base}/golden_dataset/scifact-test/2026-11-21/qrels.parquet").exists()
+    golden = read_tables(UPath(f"{base}/golden_dataset/scifact-test/2026-11-21"))
+    assert {"queries", "qrels"} <= set(golden)
     assert not (tmp_path / "warehouse").exists()
 
 

@@ -29,6 +29,7 @@ from upath import UPath
 from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.batches import TableBatches
+from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
     StoredTables,
@@ -107,4 +108,4 @@ class ParquetIOManagerResource(ConfigurableIOManagerFactory):
         """The IO manager of a run's worker; every step stores through it, so this is also where
         the run is claimed by the process executing it (`run_ownership.claim_run`)."""
         claim_run(context.instance, context.run_id)
-        return ParquetIOManager(base_path=UPath(self.base_path, **self.storage_options))
+        return ParquetIOManager(base_path=storage_path(self.base_path, **self.storage_options))

@@ -29,13 +29,14 @@ from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, 
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
-    CACHE_DIR,
+    CACHE_URL,
     DATASETS_DIR,
     MAX_FILE_MB,
     MAX_TEXT_CHARS,
     OFFLINE_MODEL,
     WAREHOUSE_URL,
 )
+from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
 from rag_eval_pipeline.systems.generators import Generator, LLMGenerator, OfflineGenerator
@@ -83,16 +84,15 @@ class DatasetsResource(ConfigurableResource):
 
 @cache
 def _shared_embedder(model: str, cache_dir: str, batch_size: int, normalize: bool) -> Embedder:
-    return Embedder(
-        model=model, cache_dir=Path(cache_dir), batch_size=batch_size, normalize=normalize
-    )
+    return Embedder(model=model, cache_dir=cache_dir, batch_size=batch_size, normalize=normalize)
 
 
 class EmbedderResource(ConfigurableResource):
-    """A sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with a disk cache."""
+    """A sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with a vector
+    cache (a local folder or any fsspec URL)."""
 
     model: str = DEFAULT_MODEL
-    cache_dir: str = str(CACHE_DIR / "embeddings")
+    cache_dir: str = str(storage_path(CACHE_URL) / "embeddings")
     batch_size: int = 64
     normalize: bool = True
 
@@ -163,7 +163,7 @@ class LLMResource(ConfigurableResource):
     timeout_s: float = 60.0
     max_retries: int = 3
     breaker_failures: int = 5
-    cache_dir: str = str(CACHE_DIR / "llm")
+    cache_dir: str = str(storage_path(CACHE_URL) / "llm")
 
     @property
     def is_offline(self) -> bool:
@@ -187,7 +187,7 @@ class LLMResource(ConfigurableResource):
                 max_concurrency=self.max_concurrency,
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
-                cache_dir=Path(self.cache_dir),
+                cache_dir=self.cache_dir,
                 breaker_failures=self.breaker_failures,
             )
         )
@@ -201,7 +201,9 @@ class LLMResource(ConfigurableResource):
 
     def offline_judge(self, embedder: Embedder) -> OfflineJudge:
         """The offline judge, its results kept by content beside the reply cache."""
-        return OfflineJudge(embedder, cache=ResultCache(Path(self.cache_dir) / "offline-judge"))
+        return OfflineJudge(
+            embedder, cache=ResultCache(storage_path(self.cache_dir) / "offline-judge")
+        )
 
     def show_judge(self, embedder: Embedder) -> tuple[ShowJudge, LLMClient | None]:
         """The production show/hide judge for this configuration and, if real, its client."""
@@ -224,12 +226,12 @@ class ResultCacheResource(ConfigurableResource):
     `enabled: false` recomputes every time (e.g. to time the computation itself).
     """
 
-    directory: str = str(CACHE_DIR / "results")
+    directory: str = str(storage_path(CACHE_URL) / "results")
     enabled: bool = True
 
     def get(self) -> ResultCache | None:
         """The cache, or None when disabled."""
-        return ResultCache(Path(self.directory)) if self.enabled else None
+        return ResultCache(self.directory) if self.enabled else None
 
 
 class WarehouseResource(ConfigurableResource):

@@ -1,23 +1,32 @@
 """Content-addressed embedding cache: one float32 vector per (model id, text hash), on disk.
 
 Vectors live in append-only shard files ``<cache_dir>/<model_key>/<shard>.npz`` so a re-run, a new
-date or a backfill over unchanged texts never pays for the model again. Shards are written to a
-temporary file and renamed into place, so a crash never leaves a half-written shard behind.
-Processes that embed at the same time (partitions materialized side by side) take turns through
-an advisory file lock, so texts two dataset versions share are embedded once, not once each.
+date or a backfill over unchanged texts never pays for the model again. The folder is local or
+any fsspec URL (`s3://...`: run pods share it). Shards are published atomically
+(`storage.objects.write_atomically`), so a crash never leaves a half-written shard behind.
+Processes on one machine that embed at the same time (partitions materialized side by side)
+take turns through an advisory file lock, so texts two dataset versions share are embedded
+once, not once each; on an object store there is no lock, and two pods may both embed a shared
+text (equal vectors in two shards: the cache stays correct).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
+
+from rag_eval_pipeline.storage.objects import (
+    is_local,
+    read_snapshot,
+    storage_path,
+    write_atomically,
+)
 
 try:
     import fcntl
@@ -41,8 +50,8 @@ def model_key(model_id: str, normalize: bool) -> str:
 class EmbeddingCache:
     """Vectors of one model configuration, looked up by text hash."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = storage_path(directory)
         self._vectors: dict[str, np.ndarray] = {}
         self._loaded_shards: set[str] = set()
 
@@ -52,7 +61,7 @@ class EmbeddingCache:
         for shard in sorted(self.directory.glob("*.npz")):
             if shard.name in self._loaded_shards:
                 continue
-            with np.load(shard) as data:
+            with np.load(io.BytesIO(read_snapshot(shard))) as data:
                 keys, vectors = data["keys"], data["vectors"]
             self._vectors.update(zip(keys.tolist(), vectors, strict=True))
             self._loaded_shards.add(shard.name)
@@ -74,11 +83,11 @@ class EmbeddingCache:
         Look the keys up again inside: vectors another process stored while this one waited
         are then read, not computed again. The lock is released when the process dies.
         """
-        if fcntl is None:
+        if fcntl is None or not is_local(self.directory):
             yield
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory / ".lock", "a") as lock:
+        with open(self.directory.path + "/.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -89,15 +98,11 @@ class EmbeddingCache:
         """Persist new vectors atomically as one new shard."""
         if len(keys) == 0:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
         shard_name = f"{uuid.uuid4().hex}.npz"
-        fd, tmp_name = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
-            os.replace(tmp_name, self.directory / shard_name)
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        buffer = io.BytesIO()
+        np.savez(buffer, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
+        write_atomically(
+            self.directory / shard_name, lambda handle: handle.write(buffer.getvalue())
+        )
         self._vectors.update(zip(keys, vectors.astype(np.float32), strict=True))
         self._loaded_shards.add(shard_name)

@@ -15,13 +15,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rag_eval_pipeline.embedding.cache import EmbeddingCache, model_key, text_key
 from rag_eval_pipeline.embedding.weights import weights_fingerprint
+from rag_eval_pipeline.storage.objects import storage_path
 
 DEFAULT_MODEL = "packaged:all-MiniLM-L6-v2"
 
@@ -86,17 +86,18 @@ class Embedder:
     """Embeds texts with a sentence-transformers model and a content-addressed disk cache."""
 
     model: str = DEFAULT_MODEL
-    cache_dir: Path | None = None
+    cache_dir: str | os.PathLike[str] | None = None
     batch_size: int = 64
     normalize: bool = True
     last_stats: EncodeStats = field(default_factory=EncodeStats)
 
     def __post_init__(self) -> None:
-        directory = None if self.cache_dir is None else Path(self.cache_dir)
         self._cache = (
             None
-            if directory is None
-            else EmbeddingCache(directory / model_key(self.identity, self.normalize))
+            if self.cache_dir is None
+            else EmbeddingCache(
+                storage_path(self.cache_dir) / model_key(self.identity, self.normalize)
+            )
         )
 
     @property

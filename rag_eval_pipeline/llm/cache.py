@@ -1,6 +1,10 @@
-"""On-disk cache of successful LLM replies: one SQLite file shared by threads and processes.
+"""Cache of successful LLM replies: one SQLite file on a local disk, or objects in a bucket.
 
-Replies live in ``<cache_dir>/llm_cache.sqlite3`` keyed by `cache_key`, the SHA-256 of the
+`open_reply_cache` picks the store by location. Locally, replies live in
+``<cache_dir>/llm_cache.sqlite3``; on an object store (`s3://...`, shared by run pods, where
+SQLite cannot live) each reply is one JSON object ``<cache_dir>/replies/<key[:2]>/<key>.json``,
+written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins.
+Both are keyed by `cache_key`, the SHA-256 of the
 canonical JSON of everything that determines a reply at a fixed temperature: model, api_base,
 messages, temperature and max_tokens. The API key is deliberately not part of the key (rotating a
 key must not invalidate the cache) and is never stored.
@@ -22,10 +26,16 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
+
+from upath import UPath
+
+from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 CACHE_FILENAME = "llm_cache.sqlite3"
+REPLIES_FOLDER = "replies"
 _BUSY_TIMEOUT_S = 30.0
 _LOOKUP_CHUNK = 500
 
@@ -153,3 +163,65 @@ class ReplyCache:
         """Close the connection; the cache must not be used afterwards."""
         with self._lock:
             self._connection.close()
+
+
+class ObjectReplyCache:
+    """Successful replies by `cache_key`, one JSON object each under ``<directory>/replies/``
+    on an object store (or any fsspec filesystem)."""
+
+    def __init__(self, directory: UPath) -> None:
+        self.root = directory / REPLIES_FOLDER
+        self._fs = self.root.fs
+
+    def _path(self, key: str) -> str:
+        return (self.root / key[:2] / f"{key}.json").path
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
+        """The cached replies among `keys`, fetched concurrently (missing keys are absent)."""
+        unique = list(dict.fromkeys(keys))
+        paths = {self._path(key): key for key in unique}
+        found = self._fs.cat(list(paths), on_error="omit") if paths else {}
+        return {
+            paths[self._fs._strip_protocol(path)]: CachedReply(**json.loads(data))
+            for path, data in found.items()
+        }
+
+    def put(self, key: str, reply: CachedReply, *, model: str) -> None:
+        """Store a reply unless the key already has one (first reply wins: a create-only PUT)."""
+        record = json.dumps(asdict(reply)).encode()
+        try:
+            self._fs.pipe_file(self._path(key), record, mode="create")
+        except FileExistsError:
+            return
+
+    def discard(self, keys: Sequence[str]) -> None:
+        """Remove the replies of `keys` (absent keys are ignored)."""
+        present = [path for path in map(self._path, dict.fromkeys(keys)) if self._fs.exists(path)]
+        if present:
+            self._fs.rm(present)
+
+    def __len__(self) -> int:
+        if not self._fs.exists(self.root.path):
+            return 0
+        return sum(1 for path in self._fs.find(self.root.path) if path.endswith(".json"))
+
+    def close(self) -> None:
+        """Nothing to release (each call is its own request)."""
+
+
+class ReplyStore(Protocol):
+    """What the LLM client needs of a reply cache."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]: ...
+
+    def put(self, key: str, reply: CachedReply, *, model: str) -> None: ...
+
+    def discard(self, keys: Sequence[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore:
+    """The reply cache at `location`: SQLite on a local disk, objects on an object store."""
+    directory = storage_path(location)
+    return ReplyCache(Path(directory.path)) if is_local(directory) else ObjectReplyCache(directory)

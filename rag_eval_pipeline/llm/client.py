@@ -22,10 +22,11 @@ client makes no more calls for the rest of its life (one asset step): every prom
 yet, including those waiting to retry, gets the error `circuit breaker open ...` at once, and
 one warning is logged instead of one per prompt. `breaker_failures=0` turns it off.
 
-Successful replies are stored in an on-disk `ReplyCache` when `cache_dir` is set; identical prompts
-(same model, api_base, messages, temperature and max_tokens) are then answered from it without a
-provider call, and identical prompts within one batch are sent once. `use_cache=False` forces fresh
-calls (for judge-consistency repeats) and still records replies for prompts not cached yet.
+Successful replies are stored in the reply cache (`llm.cache`, local or on an object store) when
+`cache_dir` is set; identical prompts (same model, api_base, messages, temperature and
+max_tokens) are then answered from it without a provider call, and identical prompts within one
+batch are sent once. `use_cache=False` forces fresh calls (for judge-consistency repeats) and
+still records replies for prompts not cached yet.
 
 The first call imports litellm (not the import of this module: it takes seconds) and sets
 ``litellm.suppress_debug_info`` so litellm does not print its "Give Feedback / Get Help" banner
@@ -45,11 +46,10 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
-from rag_eval_pipeline.llm.cache import CachedReply, ReplyCache, cache_key
+from rag_eval_pipeline.llm.cache import CachedReply, cache_key, open_reply_cache
 from rag_eval_pipeline.llm.secrets import RedactingFilter, redact
 
 Messages = Sequence[Mapping[str, str]]
@@ -101,7 +101,7 @@ class LLMConfig:
     timeout_s: float = 60.0
     max_retries: int = 3
     backoff_base_s: float = 1.0
-    cache_dir: Path | None = None
+    cache_dir: str | os.PathLike[str] | None = None
     breaker_failures: int = 5
 
     def __post_init__(self) -> None:
@@ -281,7 +281,7 @@ class LLMClient:
         self.config = config
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
-        self._cache = ReplyCache(Path(config.cache_dir)) if config.cache_dir is not None else None
+        self._cache = open_reply_cache(config.cache_dir) if config.cache_dir is not None else None
         self._slots: asyncio.Semaphore | None = None
         self._slots_loop: asyncio.AbstractEventLoop | None = None
         self.breaker = CircuitBreaker(config.breaker_failures)

@@ -1,19 +1,26 @@
 """Parquet files and folders of tables under a UPath (local folder or any fsspec URL), written
 atomically: the storage under both the Dagster IO manager and the reports, caches and alerts.
 
-Local writes go to a temporary sibling that is renamed into place, so a crash mid-write leaves
-the previous good file intact. A killed writer's hidden temporary sibling is removed by the next
-successful write of the same path once it is older than `STALE_TEMPORARY_S` (a younger one may
-belong to a writer still running). On object stores a single PUT is already all-or-nothing.
+A file is published with `objects.write_atomically` (locally a renamed temporary sibling, on an
+object store one object committed whole). A folder of tables (several files that must change
+together) is, locally, built aside and swapped in with one rename. On an object store, where
+nothing renames a prefix, each write is a new *generation*: the tables go under
+`<folder>/<generation>/`, then the manifest `<folder>/_tables.json`, one object naming the
+generation, is replaced; readers read the manifest first, so they see the old generation or
+the new one, whole. The generation the new one replaced is kept (a reader that read the old
+manifest just before still finds every table) and the older ones are deleted, so a folder holds
+at most two generations.
 """
 
 import ctypes
 import fcntl
+import io
 import json
 import os
 import shutil
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,23 +34,22 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
+from rag_eval_pipeline.storage.objects import (
+    is_local,
+    read_snapshot,
+    remove_stale_temporaries,
+    temporary_prefix,
+    write_atomically,
+)
 
 TABLES_MANIFEST = "_tables.json"
-STALE_TEMPORARY_S = 3600.0
+GENERATION_PREFIX = "generation-"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
 
 class MissingPartitionError(FileNotFoundError):
     """An upstream partition that was never materialized."""
-
-
-def _is_local(path: UPath) -> bool:
-    return getattr(path, "protocol", "") in ("", "file", "local")
-
-
-def _temporary_prefix(target: Path) -> str:
-    return f".{target.name}."
 
 
 def escape_partition_path(partition: str) -> str:
@@ -56,45 +62,12 @@ def escape_partition_path(partition: str) -> str:
     return "/".join("%2E%2E" if segment == ".." else segment for segment in partition.split("/"))
 
 
-def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
-    """Delete hidden temporary siblings of `target` (files or folders) left by killed writers."""
-    cutoff = time.time() - older_than_s
-    for leftover in target.parent.glob(f"{_temporary_prefix(target)}*.tmp*"):
-        try:
-            if leftover.lstat().st_mtime >= cutoff:
-                continue
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
-        except FileNotFoundError:
-            continue
-
-
 def write_parquet_atomically(frame: pd.DataFrame | TableBatches, path: UPath) -> None:
     """Write `frame` to `path` so that readers see the old file or the new one, never a part.
 
     A :class:`TableBatches` is written one row group per chunk, so memory stays bounded.
     """
-    if not _is_local(path):
-        with path.open("wb") as handle:
-            _write_parquet(frame, handle)
-        return
-    target = Path(path.path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp"
-    )
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            _write_parquet(frame, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    remove_stale_temporaries(target)
+    write_atomically(path, lambda handle: _write_parquet(frame, handle))
 
 
 def _write_parquet(table: pd.DataFrame | TableBatches, handle: BinaryIO) -> None:
@@ -169,24 +142,21 @@ def _exclusive(folder: Path) -> Iterator[None]:
 
 
 def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath) -> None:
-    """Write a folder of tables; locally it is built aside and swapped in atomically.
+    """Write a folder of tables that readers always find complete: the old set or the new one.
 
     The manifest lists the tables by name, and under `"batched"` those given as
     :class:`TableBatches`, which :func:`read_tables` gives back as such (read chunk by chunk).
-
-    Concurrent writers of the same partition are serialized with a lock on the parent folder,
-    and readers always find a complete folder (the old one or the new one).
+    Locally the folder is built aside and swapped in; concurrent writers of the same partition
+    are serialized with a lock on the parent folder. On an object store it is published as a
+    new generation (see the module docstring).
     """
-    if not _is_local(path):
-        for name, frame in tables.items():
-            write_parquet_atomically(frame, path / f"{name}.parquet")
-        with (path / TABLES_MANIFEST).open("w") as handle:
-            json.dump(_manifest(tables), handle)
+    if not is_local(path):
+        _publish_generation(tables, path)
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(
-        tempfile.mkdtemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp")
+        tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     )
     try:
         for name, frame in tables.items():
@@ -200,12 +170,36 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], p
     remove_stale_temporaries(target)
 
 
+def _publish_generation(tables: Mapping[str, pd.DataFrame | TableBatches], folder: UPath) -> None:
+    """Write `tables` under a new generation of `folder`, publish it by replacing the manifest,
+    then delete what is older than the generation it replaced.
+
+    Generation names sort by their start time, so a writer never deletes the generation of a
+    writer that started after the replaced one (it may still be writing).
+    """
+    previous = (
+        _read_manifest(folder).get("generation") if (folder / TABLES_MANIFEST).exists() else None
+    )
+    generation = f"{GENERATION_PREFIX}{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+    for name, table in tables.items():
+        write_parquet_atomically(table, folder / generation / f"{name}.parquet")
+    manifest = json.dumps({**_manifest(tables), "generation": generation}).encode()
+    write_atomically(folder / TABLES_MANIFEST, lambda handle: handle.write(manifest))
+    oldest_kept = min(previous or generation, generation)  # a slower writer keeps its own
+    for entry in folder.iterdir():
+        if entry.name == TABLES_MANIFEST or (
+            entry.name.startswith(GENERATION_PREFIX) and entry.name >= oldest_kept
+        ):
+            continue
+        entry.fs.rm(entry.path, recursive=True)
+
+
 def read_parquet(path: UPath) -> pd.DataFrame:
-    """Read one Parquet file from a local path or through the path's fsspec filesystem."""
-    if _is_local(path):
+    """Read one Parquet file from a local path, or through the path's fsspec filesystem in one
+    request (a consistent snapshot even while a writer replaces the object)."""
+    if is_local(path):
         return pd.read_parquet(path.path)
-    with path.open("rb") as handle:
-        return pd.read_parquet(handle)
+    return pd.read_parquet(io.BytesIO(read_snapshot(path)))
 
 
 def _manifest(tables: Mapping[str, pd.DataFrame | TableBatches]) -> dict[str, list[str]]:
@@ -218,24 +212,27 @@ def read_batches(path: UPath) -> TableBatches:
     return parquet_batches(lambda: path.open("rb"))
 
 
+def _read_manifest(folder: UPath) -> dict:
+    """The folder's manifest; a plain list of names is the earliest layout (all DataFrames)."""
+    manifest = json.loads(read_snapshot(folder / TABLES_MANIFEST))
+    return {"tables": manifest, "batched": []} if isinstance(manifest, list) else manifest
+
+
 def read_tables(folder: UPath) -> dict[str, pd.DataFrame | TableBatches]:
     """The tables of a folder written by `write_tables_atomically`.
 
     The names come from the folder's manifest, read by path like every table, so a reader
-    never lists a folder that a concurrent writer is swapping out and removing. Tables written
-    as :class:`TableBatches` come back as such; the others as DataFrames. (A manifest that is
-    a plain list of names is the earlier layout: all DataFrames.)
+    never lists a folder that a concurrent writer is swapping out and removing; on an object
+    store the manifest names the generation holding them. Tables written as
+    :class:`TableBatches` come back as such; the others as DataFrames.
     """
-    with (folder / TABLES_MANIFEST).open("r") as handle:
-        manifest = json.load(handle)
-    names, batched = (
-        (manifest, []) if isinstance(manifest, list) else (manifest["tables"], manifest["batched"])
-    )
+    manifest = _read_manifest(folder)
+    tables = folder / manifest["generation"] if "generation" in manifest else folder
     return {
-        name: read_batches(folder / f"{name}.parquet")
-        if name in batched
-        else read_parquet(folder / f"{name}.parquet")
-        for name in names
+        name: read_batches(tables / f"{name}.parquet")
+        if name in manifest["batched"]
+        else read_parquet(tables / f"{name}.parquet")
+        for name in manifest["tables"]
     }
 
 
@@ -250,11 +247,11 @@ class StoredTables:
 
     @staticmethod
     def open(folder: UPath) -> "StoredTables":
-        """The folder's tables, by its manifest."""
-        with (folder / TABLES_MANIFEST).open("r") as handle:
-            manifest = json.load(handle)
-        names = manifest if isinstance(manifest, list) else manifest["tables"]
-        return StoredTables(folder, tuple(names))
+        """The folder's tables, by its manifest (on an object store, in the generation the
+        manifest names, so later reads stay in that one published version)."""
+        manifest = _read_manifest(folder)
+        tables = folder / manifest["generation"] if "generation" in manifest else folder
+        return StoredTables(tables, tuple(manifest["tables"]))
 
     def path(self, name: str) -> UPath:
         """Where table `name` is stored (its Parquet file)."""
@@ -264,7 +261,7 @@ class StoredTables:
         """Table `name`'s path and filesystem as Arrow's dataset reader takes them (None: the
         local disk, read natively; else the UPath's fsspec filesystem)."""
         path = self.path(name)
-        return (path.path, None) if _is_local(path) else (path.path, path.fs)
+        return (path.path, None) if is_local(path) else (path.path, path.fs)
 
     def columns(self, name: str) -> list[str]:
         """The column names of table `name` (its Parquet schema only; [] when absent)."""

@@ -4,8 +4,9 @@ A result's key is a digest of everything it depends on: its name, this package's
 the content of its input frames (pandas row hashes plus column names and dtypes; Parquet bytes
 for columns pandas cannot hash, such as lists) and its parameters (model identities, file
 contents). A new date or a backfill over unchanged inputs then reads the stored result instead
-of recomputing it, while any change to code, data or parameters gives a new key. Results are
-written to a temporary file and renamed into place, so a crash never leaves a partial entry.
+of recomputing it, while any change to code, data or parameters gives a new key. The folder is
+local or any fsspec URL; results are published atomically (`storage.parquet`), so a crash
+never leaves a partial entry.
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 
 import pandas as pd
+from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.code_version import code_digest
+from rag_eval_pipeline.storage.objects import storage_path
+from rag_eval_pipeline.storage.parquet import read_parquet, write_parquet_atomically
 
 
 def frame_digest(frame: pd.DataFrame | TableBatches) -> str:
@@ -55,27 +57,19 @@ def result_key(
 
 
 class ResultCache:
-    """Stored results under one folder, one Parquet file per key."""
+    """Stored results under one folder (local or any fsspec URL), one Parquet file per key."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = Path(directory)
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = storage_path(directory)
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> UPath:
         return self.directory / f"{key}.parquet"
 
     def get(self, key: str) -> pd.DataFrame | None:
         """The stored result of `key`, or None if it was never stored."""
         path = self._path(key)
-        return pd.read_parquet(path) if path.exists() else None
+        return read_parquet(path) if path.exists() else None
 
     def put(self, key: str, frame: pd.DataFrame) -> None:
         """Store `frame` as the result of `key` (atomically)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                frame.to_parquet(handle, index=False)
-            os.replace(tmp_name, self._path(key))
-        except BaseException:
-            Path(tmp_name).unlink(missing_ok=True)
-            raise
+        write_parquet_atomically(frame, self._path(key))

@@ -107,7 +107,7 @@ def outputs_present(
     assets: Iterable[str],
     version: str,
     date: str,
-    files: Iterable[Path] = (),
+    files: Iterable[UPath] = (),
 ) -> bool:
     """Whether every asset has its stored output (a file or a table folder) for the partition,
     and every one of `files` (outputs written outside the warehouse, such as the HTML report)
@@ -116,4 +116,4 @@ def outputs_present(
         path = warehouse / asset / version / f"{date}.parquet"
         if not (path.exists() or path.with_suffix("").exists()):
             return False
-    return all(Path(file).exists() for file in files)
+    return all(file.exists() for file in files)

@@ -12,6 +12,7 @@ import pandas as pd
 from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches
+from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.parquet import read_parquet, read_tables, write_parquet_atomically
 
 SCORECARD_ASSET = "evaluation_scorecard"
@@ -33,7 +34,7 @@ class WarehouseStore:
     """Scorecards and alerts under one warehouse base path."""
 
     def __init__(self, base_path: str) -> None:
-        self.base = UPath(base_path)
+        self.base = storage_path(base_path)
 
     def partition_path(self, asset: str, version: str, date: str) -> UPath:
         """Where the IO manager stores one partition of `asset`."""

@@ -1,7 +1,5 @@
 """Judging the judges: reliability on repeated judgments, agreement with humans, show/hide."""
 
-from pathlib import Path
-
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from pydantic import Field
@@ -10,7 +8,6 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.report.assets import write_text_atomically
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.defs.tier3_e2e.assets import TIER as E2E_TIER
@@ -33,8 +30,9 @@ from rag_eval_pipeline.evaluation.retrieval import qrels_judged_runs
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values
 from rag_eval_pipeline.metrics.ppi import EXPLANATION
 from rag_eval_pipeline.metrics.retrieval import JUDGED_K
-from rag_eval_pipeline.settings import REPORTS_DIR
+from rag_eval_pipeline.settings import REPORTS_URL
 from rag_eval_pipeline.storage.batches import TableBatches
+from rag_eval_pipeline.storage.objects import storage_path, write_text_atomically
 
 RELIABILITY_TIER = "judge_reliability"
 SHOW_JUDGE_TIER = "show_judge"
@@ -211,7 +209,7 @@ class RaterExportConfig(Config):
     sample_size: int = 20
     seed: int = 0
     raters: list[str] = Field(default_factory=lambda: ["rater_a", "rater_b"])
-    exports_dir: str = str(REPORTS_DIR / "rater_tasks")
+    exports_dir: str = str(storage_path(REPORTS_URL) / "rater_tasks")
     judged_k: int = JUDGED_K
     qrels_tasks: int = 100
 
@@ -236,7 +234,7 @@ def rater_export(
     e2e_generations: pd.DataFrame,
 ) -> pd.DataFrame:
     version, day = partition_parts(context)
-    folder = Path(config.exports_dir) / version
+    folder = storage_path(config.exports_dir) / version
     dataset = as_dataset(context, golden_dataset)
     unjudged, n_unjudged = unjudged_top_k(
         qrels_judged_runs(retrieval_runs, e2e_generations),

@@ -1,17 +1,17 @@
 """The `evaluation_report` asset: the partition's scorecard as a self-contained HTML page.
 
 The page (see `rag_eval_pipeline.reporting.html_report`) is written atomically to
-`<reports_dir>/<dataset_version>/<date>.html`; the asset's own output is a one-row table
-pointing at it, and its metadata links to the file.
+`<reports_dir>/<dataset_version>/<date>.html` (a local folder or any fsspec URL, such as
+`s3://bucket/reports`); the asset's own output is a one-row table pointing at it, and its
+metadata links to the file.
 """
 
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from upath import UPath
 
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
@@ -24,34 +24,20 @@ from rag_eval_pipeline.reporting.html_report import (
     collect_report_data,
     render_report,
 )
-from rag_eval_pipeline.settings import REPORTS_DIR
+from rag_eval_pipeline.settings import REPORTS_URL
+from rag_eval_pipeline.storage.objects import storage_path, write_text_atomically
 
 
 class ReportConfig(Config):
-    """Where the HTML reports are written (one folder per dataset version)."""
+    """Where the HTML reports are written (one folder per dataset version): a local folder or
+    any fsspec URL."""
 
-    reports_dir: str = str(REPORTS_DIR)
+    reports_dir: str = REPORTS_URL
 
 
-def report_path(reports_dir: str | Path, version: str, date: str) -> Path:
+def report_path(reports_dir: str | Path, version: str, date: str) -> UPath:
     """`<reports_dir>/<version>/<date>.html` (the version name is validated: no path escape)."""
-    return Path(reports_dir) / version / f"{date}.html"
-
-
-def write_text_atomically(text: str, path: Path) -> None:
-    """Write `text` (UTF-8) so that readers see the old file or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    return storage_path(reports_dir) / version / f"{date}.html"
 
 
 @asset(
@@ -84,7 +70,7 @@ def evaluation_report(
         datetime.now(UTC),
         metric_regressions,
     )
-    path = report_path(config.reports_dir, version, day).resolve()
+    path = report_path(config.reports_dir, version, day)
     write_text_atomically(render_report(data), path)
     metrics = evaluation_scorecard[evaluation_scorecard["tier"] != DATASET_TIER]
     levels = metrics[metrics["tier"].isin(SYSTEM_TIERS)]
