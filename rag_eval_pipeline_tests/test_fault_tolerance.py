@@ -239,9 +239,9 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
             max_concurrency=32,
             cache_dir=str(tmp_path / "judge-cache"),
             # The plans fail prompts densely and count each prompt's attempts; the circuit
-            # breaker, which would stop calling after 5 failures in a row, is tested in
+            # breaker, which would stop calling once most calls fail, is tested in
             # test_judge_outage.py.
-            breaker_failures=0,
+            breaker_min_calls=0,
         )
         resources = evaluation_resources(tmp_path, embedder, judge_llm=judge)
         first = materialize(

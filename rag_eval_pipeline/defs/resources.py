@@ -8,7 +8,8 @@ from functools import cache
 from pathlib import Path
 
 import pandas as pd
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
@@ -17,6 +18,7 @@ from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
+from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
@@ -122,8 +124,17 @@ class LLMResource(ConfigurableResource):
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_retries: int = 3
-    breaker_failures: int = 5
+    rate_limit_budget_s: float = 300.0
+    breaker_window: int = 20
+    breaker_min_calls: int = 10
+    breaker_failure_ratio: float = 0.5
+    breaker_cooldown_s: float = 30.0
     cache_dir: str = str(CACHE_DIR / "llm")
+    _budget: CostBudget | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Share the run's spending cap (``RAG_EVAL_MAX_COST_USD``) between its LLM clients."""
+        self._budget = run_budget(context.run_id or "no-run", max_cost_from_env())
 
     @property
     def is_offline(self) -> bool:
@@ -136,7 +147,8 @@ class LLMResource(ConfigurableResource):
         return f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
 
     def client(self) -> LLMClient:
-        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost)."""
+        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost),
+        charging the run's `CostBudget`."""
         return LLMClient(
             LLMConfig(
                 model=self.model,
@@ -148,8 +160,13 @@ class LLMResource(ConfigurableResource):
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
                 cache_dir=Path(self.cache_dir),
-                breaker_failures=self.breaker_failures,
-            )
+                rate_limit_budget_s=self.rate_limit_budget_s,
+                breaker_window=self.breaker_window,
+                breaker_min_calls=self.breaker_min_calls,
+                breaker_failure_ratio=self.breaker_failure_ratio,
+                breaker_cooldown_s=self.breaker_cooldown_s,
+            ),
+            budget=self._budget,
         )
 
     def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:
