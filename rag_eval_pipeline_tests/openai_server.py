@@ -240,6 +240,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout) closes its connection: not worth a traceback."""
+
     def __init__(self, state: OpenAIServer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state

@@ -70,7 +70,8 @@ from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest,
 
 JUDGE_MODEL = "openai/test-judge"
 VERSION, DATE = "demo-v1", "2026-11-20"
-MAX_RETRIES = 2  # three attempts per prompt
+MAX_RETRIES = 2  # three attempts per prompt (429s are waited out without using them up)
+RATE_LIMIT_BUDGET_S = 1.0  # how long a prompt waits out 429s (Retry-After: 0.2 s) at most
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ class PlannedServer(OpenAIServer):
             faults=(),
             latency_s=0.0,
             hang_s=hang_s,
+            retry_after_s=0.2,
         )
         self.attempts: Counter[str] = Counter()
 
@@ -235,6 +237,7 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
             api_base=server.base_url,
             api_key="test-key",
             max_retries=MAX_RETRIES,
+            rate_limit_budget_s=RATE_LIMIT_BUDGET_S,
             timeout_s=1.0,
             max_concurrency=32,
             cache_dir=str(tmp_path / "judge-cache"),
@@ -269,10 +272,14 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     digests = {cell: prompt_digest(messages) for cell, messages in prompts.items()}
     assert {p.name for p in plans.values()} == {p.name for p in PLAN_WHEEL}, "every fault occurs"
 
-    # Every prompt reached the server, with exactly the attempts its plan allows.
+    # Every prompt reached the server, with exactly the attempts its plan allows (a prompt
+    # refused with 429 every time is retried after each Retry-After until its budget is spent).
     for cell, plan in plans.items():
         expected = MAX_RETRIES + 1 if plan.http_failure else len(plan.faults) + 1
-        assert first_requests[digests[cell]] == expected, (cell, plan.name)
+        if plan.then == "429":
+            assert 2 <= first_requests[digests[cell]] <= 6, (cell, plan.name)
+        else:
+            assert first_requests[digests[cell]] == expected, (cell, plan.name)
     assert set(first_requests) == set(digests.values())
 
     # Nothing lost: one row per (metric, question), for every judge metric.
@@ -324,7 +331,10 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     assert set(second_requests) == {digests[c] for c in errored}
     for cell, plan in errored.items():
         expected = MAX_RETRIES + 1 if plan.http_failure else 1
-        assert second_requests[digests[cell]] == expected, (cell, plan.name)
+        if plan.then == "429":
+            assert 2 <= second_requests[digests[cell]] <= 6, (cell, plan.name)
+        else:
+            assert second_requests[digests[cell]] == expected, (cell, plan.name)
     rerun = pd.read_parquet(warehouse / "generation_judgments" / VERSION / f"{DATE}.parquet")
     rerun_rows = rerun[rerun["metric"].isin(REFERENCE_FREE)].set_index(["metric", "query_id"])
     pd.testing.assert_series_equal(

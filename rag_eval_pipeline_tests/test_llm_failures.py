@@ -164,8 +164,9 @@ def test_hung_calls_cost_at_most_timeout_times_attempts_and_say_timeout() -> Non
     attempts = max_retries + 1
     assert reply.error == f"Timeout: no reply within {timeout_s:g} s"
     assert reply.attempts == attempts and client.usage.timeouts == attempts
-    # backoff_base_s is 1 ms in these tests
-    assert timeout_s * attempts <= elapsed < timeout_s * attempts + 0.5
+    # backoff_base_s is 1 ms in these tests; the rest is litellm's per-attempt overhead on a
+    # loaded machine (the backstop, 2 × timeout_s + 10 s, would take over 10 s)
+    assert timeout_s * attempts <= elapsed < timeout_s * attempts + 2.0
 
 
 def test_dead_endpoint_opens_the_breaker_quickly() -> None:
@@ -180,7 +181,7 @@ def test_dead_endpoint_opens_the_breaker_quickly() -> None:
     # refused connections count at once: about min_calls (10) attempts, plus those in flight
     assert client.usage.calls <= 10 + 8 * 2
     assert sum("circuit breaker open" in (reply.error or "") for reply in replies) >= 180
-    assert elapsed < 5
+    assert elapsed < 15  # seconds on a loaded machine; the goal is under a minute
 
 
 def test_breaker_half_opens_and_a_recovered_provider_is_used_again() -> None:

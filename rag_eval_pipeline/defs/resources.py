@@ -20,6 +20,7 @@ from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
     CACHE_DIR,
@@ -113,7 +114,9 @@ class LLMResource(ConfigurableResource):
     `ollama/llama3.2`, `hosted_vllm/...` with `api_base`). The default `offline` uses the
     deterministic heuristic judge and the extractive generator, labeled as such in every row.
     API keys: the provider's usual variable (e.g. `OPENAI_API_KEY`) or `api_key` set from an
-    `EnvVar`; they are never logged nor part of the cache key.
+    `EnvVar`; they are never logged nor part of the cache key. Failures, the breaker, AIMD and
+    the run's cost cap: docs/providers.md. `role` names it in estimates ("judge", "generator");
+    `estimate_only` calls nothing and counts what would be sent (`llm.estimate`).
     """
 
     model: str = OFFLINE_MODEL
@@ -130,11 +133,17 @@ class LLMResource(ConfigurableResource):
     breaker_failure_ratio: float = 0.5
     breaker_cooldown_s: float = 30.0
     cache_dir: str = str(CACHE_DIR / "llm")
+    role: str = "llm"
+    estimate_only: bool = False
     _budget: CostBudget | None = PrivateAttr(default=None)
+    _estimate: PromptEstimate | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        """Share the run's spending cap (``RAG_EVAL_MAX_COST_USD``) between its LLM clients."""
-        self._budget = run_budget(context.run_id or "no-run", max_cost_from_env())
+        """Share the run's spending cap (``RAG_EVAL_MAX_COST_USD``) between its LLM clients and,
+        with `estimate_only`, the run's `PromptEstimate` (`rag-eval estimate`)."""
+        run_id = context.run_id or "no-run"
+        self._budget = run_budget(run_id, max_cost_from_env())
+        self._estimate = run_estimate(run_id) if self.estimate_only else None
 
     @property
     def is_offline(self) -> bool:
@@ -167,6 +176,8 @@ class LLMResource(ConfigurableResource):
                 breaker_cooldown_s=self.breaker_cooldown_s,
             ),
             budget=self._budget,
+            estimate=self._estimate,
+            role=self.role,
         )
 
     def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:

@@ -12,9 +12,11 @@ Failures never escape as exceptions; each prompt is retried by the project's one
 (`llm.failures`): transient faults (5xx, timeouts, resets) up to `max_retries` times with
 exponential backoff and jitter; rate limits (429) after the provider's ``Retry-After``, for as
 long as `rate_limit_budget_s` lasts, without using up retries; permanent errors (400, 401/403,
-404, context too long) at once become a reply with `error` set. Each attempt is cut off after
-`timeout_s`, so a hung call costs at most `timeout_s × (max_retries + 1)` plus backoff, and its
-row says ``Timeout: no reply within ...``. Error texts never contain the API key.
+404, context too long) at once become a reply with `error` set. litellm gives up on an attempt
+that gets no reply within `timeout_s`, so a hung call costs about `timeout_s × (max_retries + 1)`
+plus backoff, and its row says ``Timeout: no reply within ...``; a backstop cancels any attempt
+after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also covers litellm's setup on a
+process's first call, which can take seconds). Error texts never contain the API key.
 
 Requests in flight are bounded by an AIMD limit (`llm.adaptive`): it starts at `max_concurrency`
 (shared by all of the client's calls, from any thread), halves on a 429 and grows back by one
@@ -29,6 +31,9 @@ the client calls again.
 
 A shared `CostBudget` (`llm.budget`, the run's ``RAG_EVAL_MAX_COST_USD``) is charged with each
 reply's cost; once it is spent, prompts not sent yet become the error ``budget exhausted ...``.
+With a `PromptEstimate` (`llm.estimate`, ``rag-eval estimate``) the client calls nothing: it
+counts the prompts its cache cannot answer, their tokens and price, and answers them with a
+stand-in text.
 
 Successful replies are stored in an on-disk `ReplyCache` when `cache_dir` is set; identical prompts
 (same model, api_base, messages, temperature and max_tokens) are then answered from it without a
@@ -58,6 +63,7 @@ from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
 from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
 from rag_eval_pipeline.llm.budget import CostBudget
 from rag_eval_pipeline.llm.cache import CachedReply, ReplyCache, cache_key
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
 from rag_eval_pipeline.llm.failures import (
     Attempted,
     AttemptTimeout,
@@ -124,13 +130,18 @@ class LLMConfig:
         self.retry_policy()  # validates the retry settings
         self.breaker()  # validates the breaker settings
 
+    @property
+    def backstop_timeout_s(self) -> float:
+        """When an attempt is cancelled whatever litellm does (its own timeout is `timeout_s`)."""
+        return 2 * self.timeout_s + 10
+
     def retry_policy(self) -> RetryPolicy:
-        """The retry policy of each prompt (each attempt cut off after `timeout_s`)."""
+        """The retry policy of each prompt (each attempt cancelled after `backstop_timeout_s`)."""
         return RetryPolicy(
             max_retries=self.max_retries,
             backoff_base_s=self.backoff_base_s,
             rate_limit_budget_s=self.rate_limit_budget_s,
-            attempt_timeout_s=self.timeout_s,
+            attempt_timeout_s=self.backstop_timeout_s,
         )
 
     def breaker(self) -> CircuitBreaker:
@@ -236,9 +247,17 @@ _BACKGROUND_LOOP = _BackgroundLoop()
 class LLMClient:
     """Concurrent, retrying, caching chat completions through litellm for one `LLMConfig`."""
 
-    def __init__(self, config: LLMConfig, budget: CostBudget | None = None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        budget: CostBudget | None = None,
+        estimate: PromptEstimate | None = None,
+        role: str = "llm",
+    ) -> None:
         self.config = config
         self.budget = budget
+        self.estimate = estimate
+        self.role = role
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
         self._cache = ReplyCache(Path(config.cache_dir)) if config.cache_dir is not None else None
@@ -329,6 +348,8 @@ class LLMClient:
         for index, key in enumerate(keys):
             if replies[index] is None:
                 groups.setdefault(key if use_cache else str(index), []).append(index)
+        if self.estimate is not None:
+            return self._estimated(prompts, replies, groups)
         limit, in_progress = self._adaptive_limit()
 
         async def answer(indices: list[int]) -> tuple[list[int], LLMReply]:
@@ -350,6 +371,30 @@ class LLMClient:
             done += len(indices)
             if on_progress is not None:
                 on_progress(done, total)
+        return cast(list[LLMReply], replies)
+
+    def _estimated(
+        self,
+        prompts: Sequence[Messages],
+        replies: list[LLMReply | None],
+        groups: Mapping[str, list[int]],
+    ) -> list[LLMReply]:
+        """Estimate-only: count the prompts (`llm.estimate`) and answer the uncached ones with
+        the stand-in text, calling nothing and caching nothing."""
+        assert self.estimate is not None
+        config = self.config
+        duplicates = sum(len(indices) - 1 for indices in groups.values())
+        self.estimate.record_cached(
+            config.model, self.role, sum(r is not None for r in replies) + duplicates
+        )
+        stand_in = self._failed("", 0.0, 0)
+        stand_in = replace(stand_in, text=stand_in_text(config.max_tokens), error=None)
+        for indices in groups.values():
+            self.estimate.record_uncached(
+                config.model, self.role, prompts[indices[0]], config.max_tokens
+            )
+            for index in indices:
+                replies[index] = stand_in
         return cast(list[LLMReply], replies)
 
     def _adaptive_limit(self) -> tuple[AdaptiveLimit, asyncio.Semaphore]:
@@ -539,6 +584,8 @@ class LLMClient:
         """Error class and message, with the API key, every secret of the environment and
         anything key-shaped redacted (`llm.secrets.redact`); any timeout reads
         ``Timeout: no reply within <timeout_s> s``."""
+        if isinstance(error, AttemptTimeout):
+            return f"Timeout: no reply within {error.timeout_s:g} s"
         if _is_timeout(error):
             return f"Timeout: no reply within {self.config.timeout_s:g} s"
         name = type(error).__name__
