@@ -10,19 +10,21 @@ on every call, and lose connection reuse.
 
 Failures never escape as exceptions; each prompt is retried by the project's one policy
 (`llm.failures`): transient faults (5xx, timeouts, resets) up to `max_retries` times with
-exponential backoff and jitter; rate limits (429) after the provider's ``Retry-After``, for as
-long as `rate_limit_budget_s` lasts, without using up retries; permanent errors (400, 401/403,
-404, context too long) at once become a reply with `error` set. litellm gives up on an attempt
-that gets no reply within `timeout_s`, so a hung call costs about `timeout_s × (max_retries + 1)`
-plus backoff, and its row says ``Timeout: no reply within ...``; a backstop cancels any attempt
-after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also covers litellm's setup on a
-process's first call, which can take seconds). Error texts never contain the API key.
+exponential backoff and jitter; rate limits (429) after the provider's ``Retry-After``, until
+the call's waits add up to `rate_limit_budget_s`, without using up retries; permanent errors
+(400, 401/403, 404, context too long) at once become a reply with `error` set. litellm gives up
+on an attempt that gets no reply within `timeout_s`, so a hung call costs about
+`timeout_s × (max_retries + 1)` plus backoff, and its row says ``Timeout: no reply within ...``;
+a backstop cancels any attempt after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also
+covers litellm's setup on a process's first call, which can take seconds). Error texts never
+contain the API key.
 
 Requests in flight are bounded by an AIMD limit (`llm.adaptive`): it starts at `max_concurrency`
 (shared by all of the client's calls, from any thread), halves on a 429 and grows back by one
 per success. A prompt waiting out a backoff holds no slot.
 
-A circuit breaker (`llm.breaker`) stops a client from hammering an endpoint that is down: calls
+A circuit breaker (`llm.breaker`, one per model and api_base in the process, so the steps of a run
+after the first do not pay again to find an endpoint down) stops hammering an endpoint: calls
 whose retries were exhausted and refused connections, as a share of the last
 `breaker_window` calls (at least `breaker_min_calls` of them, 0 turns it off), open it; then every
 prompt not answered yet gets the error ``circuit breaker open ...`` at once (one warning is logged,
@@ -509,8 +511,8 @@ class LLMClient:
         description = str(error) if isinstance(error, NotCalled) else self._describe(error)
         if outcome.reason == "rate-limit budget spent":
             description = (
-                f"rate limited: still refused after waiting {outcome.elapsed_s:.0f}s "
-                f"(rate_limit_budget_s={self.config.rate_limit_budget_s:g}): {description}"
+                f"rate limited: still refused after {outcome.rate_limited} rate limit(s) waited "
+                f"out (rate_limit_budget_s={self.config.rate_limit_budget_s:g}): {description}"
             )
         return self._failed(description[:MAX_ERROR_CHARS], latency_ms, attempts)
 

@@ -4,7 +4,7 @@
 
 - ``rate_limited``: HTTP 429 or a provider's `RateLimitError`. Back-pressure, not a fault: the
   call waits for the provider's ``Retry-After`` (``retry-after-ms``, seconds or an HTTP date; else
-  exponential backoff) and is retried for as long as its per-call `rate_limit_budget_s` lasts.
+  exponential backoff) and is retried while its waits add up to at most `rate_limit_budget_s`.
   These waits never use up `max_retries` and never count towards a circuit breaker.
 - ``connection_refused``: no connection could be made (refused, unreachable, connect timeout).
   Retried like a transient fault, but also the clearest sign of an outage, so a breaker counts
@@ -166,9 +166,10 @@ class RetryPolicy:
     """How one call is retried.
 
     `max_retries` bounds retries of transient faults and refused connections;
-    `rate_limit_budget_s` bounds the time a call may spend (from its first attempt) waiting out
-    rate limits; `attempt_timeout_s` (None: no limit) cancels an attempt that gets no reply, so
-    a hung call costs at most about `attempt_timeout_s × (max_retries + 1)` plus backoff.
+    `rate_limit_budget_s` bounds the total time one call may spend waiting out rate limits (its
+    time queued for a slot or in flight is not counted); `attempt_timeout_s` (None: no limit)
+    cancels an attempt that gets no reply, so a hung call costs at most about
+    `attempt_timeout_s × (max_retries + 1)` plus backoff.
     """
 
     max_retries: int = 3
@@ -222,6 +223,7 @@ class _RetryState:
         self.attempts = 0
         self.retries = 0
         self.rate_limited = 0
+        self.rate_limit_waited_s = 0.0
 
     def begin(self) -> int:
         self.attempts += 1
@@ -240,8 +242,9 @@ class _RetryState:
                 else backoff_delay(self.rate_limited, policy.backoff_base_s)
             )
             wait = min(MAX_BACKOFF_S, wait)
-            if time.monotonic() - self.started + wait > policy.rate_limit_budget_s:
+            if self.rate_limit_waited_s + wait > policy.rate_limit_budget_s + 1e-9:
                 return Decision(failure, self.attempts, None, "rate-limit budget spent")
+            self.rate_limit_waited_s += wait
             return Decision(failure, self.attempts, wait, "retry")
         if self.retries >= policy.max_retries:
             return Decision(failure, self.attempts, None, "retries exhausted")
