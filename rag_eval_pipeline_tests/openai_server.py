@@ -10,7 +10,8 @@ a request takes the next behaviour from the fault script (`"ok"` once the script
 `latency_s`, then behaves accordingly. With a `chooser`, a request the script does not cover gets
 ``chooser(body, seen)`` instead, `seen` being how many earlier requests carried the same messages
 (so "500 to the first attempt of each prompt" is ``lambda body, seen: "500" if seen == 0 else
-"ok"``).
+"ok"``). With a `concurrency_limit`, a request arriving while that many are already in flight
+gets a 429 instead, as a provider enforcing a concurrency limit would.
 
 - ``"ok"``: 200 with the `responder`'s text as ``choices[0].message.content``;
 - ``"<status>"`` such as ``"429"``, ``"500"``, ``"400"``, ``"401"``: that status with an
@@ -75,9 +76,11 @@ class OpenAIServer:
         hang_s: float,
         retry_after_s: float | None = None,
         chooser: Chooser | None = None,
+        concurrency_limit: int | None = None,
     ) -> None:
         self.responder = responder
         self.chooser = chooser
+        self.concurrency_limit = concurrency_limit
         self._seen: dict[str, int] = {}
         self.latency_s = latency_s
         self.hang_s = hang_s
@@ -116,6 +119,8 @@ class OpenAIServer:
             self.requests.append(record)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+            if self.concurrency_limit is not None and self._in_flight > self.concurrency_limit:
+                return "429"
             if self._faults:
                 return self._faults.popleft()
             if self.chooser is None:
@@ -256,9 +261,12 @@ def run_openai_server(
     hang_s: float = 5.0,
     retry_after_s: float | None = None,
     chooser: Chooser | None = None,
+    concurrency_limit: int | None = None,
 ) -> Iterator[OpenAIServer]:
     """Serve the OpenAI Chat Completions API on a free loopback port for the `with` block."""
-    state = OpenAIServer(responder, faults, latency_s, hang_s, retry_after_s, chooser)
+    state = OpenAIServer(
+        responder, faults, latency_s, hang_s, retry_after_s, chooser, concurrency_limit
+    )
     server = _Server(state)
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(

@@ -246,6 +246,19 @@ def test_aimd_halves_once_per_round_trip_and_grows_back_by_one() -> None:
     assert asyncio.run(scenario()) == [8, 4, 7, 16]
 
 
+def test_aimd_converges_to_a_providers_concurrency_limit() -> None:
+    """A provider that answers 429 beyond 4 requests in flight, a client allowed 16: the client
+    comes down to the provider's limit and meets about half the 429s it would at a fixed 16 in
+    flight (measured: 64-81 against 145-149 for 60 prompts)."""
+    n = 60
+    with run_openai_server(latency_s=0.1, retry_after_s=0.1, concurrency_limit=4) as server:
+        client = make_client(server, max_concurrency=16, breaker_min_calls=0)
+        replies = client.complete_many([ask(f"q{i}") for i in range(n)])
+    assert [reply.error for reply in replies] == [None] * n
+    assert client.lowest_concurrency <= 4
+    assert 0 < client.usage.rate_limited < 110
+
+
 def test_aimd_limit_bounds_requests_in_flight() -> None:
     async def scenario() -> int:
         limit = AdaptiveLimit(4)
