@@ -246,6 +246,17 @@ def test_aimd_halves_once_per_round_trip_and_grows_back_by_one() -> None:
     assert asyncio.run(scenario()) == [8, 4, 7, 16]
 
 
+def test_aimd_halves_at_most_once_per_retry_after() -> None:
+    async def scenario() -> list[int]:
+        limit = AdaptiveLimit(16)
+        limit.rate_limited(0, hold_s=60.0)
+        async with limit.slot() as epoch:
+            limit.rate_limited(epoch, hold_s=60.0)  # within the provider's Retry-After: no news
+        return [limit.limit]
+
+    assert asyncio.run(scenario()) == [8]
+
+
 def test_aimd_converges_to_a_providers_concurrency_limit() -> None:
     """A provider that answers 429 beyond 4 requests in flight, a client allowed 16: the client
     comes down to the provider's limit and meets about half the 429s it would at a fixed 16 in

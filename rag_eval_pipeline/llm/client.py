@@ -467,7 +467,7 @@ class LLMClient:
         if decision.failure is FailureClass.RATE_LIMITED:
             self._count(rate_limited=1)
             if epoch is not None:
-                limit.rate_limited(epoch)
+                limit.rate_limited(epoch, decision.delay_s or 0.0)
         if _is_timeout(error):
             self._count(timeouts=1)
         outage = decision.failure is FailureClass.CONNECTION_REFUSED or (
