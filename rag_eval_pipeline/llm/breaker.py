@@ -7,10 +7,10 @@ calls it stopped itself count neither way.
 
 Closed, it opens when, among the last `window` outcomes, there are at least `min_calls` and the
 share of failures is at least `failure_ratio`. Open, it refuses every call (`allow()` is False)
-for `cooldown_s`; then it half-opens and lets exactly one probe through: the probe's success
-closes it (with a fresh window), any failure of the probe's attempt opens it for another
-cooldown. So a provider that recovers mid-step is used again, and a dead one costs about
-`min_calls` failures, then one probe a cooldown.
+for `cooldown_s`; then it half-opens and lets exactly one probe through (`probing`: callers may
+wait for it rather than fail): the probe's success closes it (with a fresh window), any failure
+of the probe's attempt opens it for another cooldown. So a provider that recovers mid-step is
+used again, and a dead one costs about `min_calls` failures, then one probe a cooldown.
 
 `min_calls=0` turns it off. Thread-safe (one lock), so a blocking HTTP client may share it.
 `shared_breaker(endpoint, make)` gives every client of one endpoint in a process the same breaker,
@@ -67,6 +67,12 @@ class CircuitBreaker:
             return self._state
 
     @property
+    def probing(self) -> bool:
+        """Whether a half-open breaker's probe is out (callers may wait for its outcome)."""
+        with self._lock:
+            return self._state is BreakerState.HALF_OPEN and self._probe_out
+
+    @property
     def is_open(self) -> bool:
         """Whether calls are being refused right now (open, or half-open with its probe out)."""
         return self.state is not BreakerState.CLOSED
@@ -93,6 +99,14 @@ class CircuitBreaker:
                 self._state = BreakerState.CLOSED
                 self._outcomes.clear()
             self._outcomes.append(False)
+
+    def record_answered(self) -> None:
+        """An attempt got an answer that is no outage (a rate limit, a bad request): closes a
+        half-open breaker, whose probe would otherwise stay out for good; else counts nothing."""
+        with self._lock:
+            if self._state is BreakerState.HALF_OPEN:
+                self._state = BreakerState.CLOSED
+                self._outcomes.clear()
 
     def record_attempt_failure(self, error: str) -> bool:
         """An attempt failed with a fault that will be retried: reopens a half-open breaker

@@ -28,8 +28,8 @@ after the first do not pay again to find an endpoint down) stops hammering an en
 whose retries were exhausted and refused connections, as a share of the last
 `breaker_window` calls (at least `breaker_min_calls` of them, 0 turns it off), open it; then every
 prompt not answered yet gets the error ``circuit breaker open ...`` at once (one warning is logged,
-not one per prompt), and after `breaker_cooldown_s` one probe is let through: if it succeeds,
-the client calls again.
+not one per prompt), and after `breaker_cooldown_s` one probe is let through (the other prompts
+wait for its outcome): if it succeeds, the client calls again.
 
 A shared `CostBudget` (`llm.budget`, the run's ``RAG_EVAL_MAX_COST_USD``) is charged with each
 reply's cost; once it is spent, prompts not sent yet become the error ``budget exhausted ...``.
@@ -87,6 +87,7 @@ MAX_ERROR_CHARS = 500
 # Prompts in progress at once per in-flight slot: those waiting out a backoff hold no slot, but
 # bounding them keeps a failing endpoint from getting every prompt's retries at once.
 CALLS_PER_SLOT = 4
+PROBE_POLL_S = 0.05
 TIMEOUT_ERRORS = frozenset({"Timeout", "APITimeoutError"})  # litellm's and openai's
 # litellm's loggers and its HTTP client's, which may log request headers and provider errors
 REDACTED_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", __name__)
@@ -428,6 +429,8 @@ class LLMClient:
         started: list[float] = []
 
         async def attempt() -> LLMReply:
+            while self.breaker.probing:  # a half-open breaker's probe decides for all
+                await asyncio.sleep(PROBE_POLL_S)
             async with limit.slot() as epoch:
                 self._refuse_if_stopped()
                 self._count(calls=1, retries=int(bool(epochs)))
@@ -478,6 +481,7 @@ class LLMClient:
         elif decision.failure is FailureClass.TRANSIENT:
             opened = self.breaker.record_attempt_failure(description)
         else:
+            self.breaker.record_answered()
             opened = False
         if opened:
             logger.warning(
