@@ -197,7 +197,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
     The assets that call an LLM (the `llm_judge` and `llm_generator` pools) and their upstream
     run in this process on a throw-away instance and warehouse, with the LLM resources in
-    estimate-only mode (`llm.estimate`); nothing is written outside a temporary folder.
+    estimate-only mode (`llm.estimate`) and the result cache off; only the embedding cache (real
+    vectors) is written outside a temporary folder.
     """
     import tempfile
 
@@ -213,7 +214,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
     from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
     from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
-    from rag_eval_pipeline.defs.resources import DatasetsResource, LLMResource, WarehouseResource
+    from rag_eval_pipeline.defs.resources import (
+        DatasetsResource,
+        LLMResource,
+        ResultCacheResource,
+        WarehouseResource,
+    )
     from rag_eval_pipeline.llm.estimate import run_estimate
 
     check_partition_date(args.date)
@@ -249,6 +255,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
                 **estimating,
                 "io_manager": ParquetIOManagerResource(base_path=warehouse),
                 "warehouse": WarehouseResource(base_path=warehouse),
+                # Results computed from stand-in replies must never be kept for real runs.
+                "result_cache": ResultCacheResource(enabled=False),
             },
         )
         job = defs.resolve_job_def("estimate")

@@ -148,3 +148,27 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     assert summary.needs_look and "budget exhausted" in summary.verdict
     assert any(line.startswith("  LLM cost of this run: $") for line in summary.lines)
     assert any("budget exhausted: " in line for line in summary.lines)
+
+
+def test_estimate_command_calls_nothing_and_keeps_no_result(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rag-eval estimate` with a judge at a live loopback server: the server sees no request,
+    the judge's prompts are priced, and the result cache gains nothing made of stand-ins."""
+    from rag_eval_pipeline.cli import main
+    from rag_eval_pipeline.defs.resources import ResultCacheResource
+
+    results = Path(ResultCacheResource().directory)
+    before = set(results.glob("*")) if results.exists() else set()
+    with run_openai_server() as server:
+        monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", PRICED)
+        monkeypatch.setenv("RAG_EVAL_JUDGE_API_BASE", server.base_url)
+        monkeypatch.delenv("RAG_EVAL_GENERATOR_MODEL", raising=False)
+        code = main(["estimate", "--dataset-version", "demo-v1", "--date", "2026-11-20"])
+        assert server.request_count == 0
+    output = capsys.readouterr().out
+    assert code == 0, output
+    (judge_line,) = [line for line in output.splitlines() if line.startswith(f"  judge {PRICED}")]
+    assert "uncached prompt(s)" in judge_line and "unknown" not in judge_line
+    assert output.splitlines()[-1].startswith("  total: <= $")
+    assert (set(results.glob("*")) if results.exists() else set()) == before

@@ -152,8 +152,10 @@ class LLMResource(ConfigurableResource):
 
     @property
     def identity(self) -> str:
-        """What determines the replies (as in the reply cache's key): model and sampling."""
-        return f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+        """What determines the replies (as in the reply cache's key): model and sampling; an
+        estimate-only resource's stand-in replies are marked, so no result is reused across."""
+        identity = f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+        return f"{identity}|estimate-only" if self.estimate_only else identity
 
     def client(self) -> LLMClient:
         """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost),
