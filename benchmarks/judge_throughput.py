@@ -13,10 +13,22 @@ and the server's peak in-flight count. Concurrency 1 uses ``--n-sequential``
 prompts (default 100, since 1,000 × 200 ms would take 200 s), the others ``--n`` (default 1,000).
 Finally a fresh client re-asks the last level's prompts from the warm on-disk cache: zero calls.
 
+Then the fault scenarios, each at the highest level with ``--n`` fresh prompts beside the
+no-fault run, the server scripted like a provider on a bad day:
+
+- ``500 first``: 500 to the first attempt of every prompt, 200 to the retry (goal: 0 errors);
+- ``429 30%``: 30% of requests answered 429 with ``Retry-After: 1`` (goals: errors <= 0.5%,
+  wall time <= 1.5x the no-fault run);
+- ``hang 10%``: 10% of requests never answered (the client's `timeout_s` is ``--hang-timeout``,
+  2 s; goal: errors <= 0.5%);
+- ``dead``: nothing listens on the port (goal: done within 60 s).
+
+Each goal is printed PASS or FAIL.
+
 Usage: ``python benchmarks/judge_throughput.py [--n 1000] [--n-sequential 100]
-[--latency 0.2] [--concurrency 1 8 32] [--profile]``; ``--profile`` runs the highest concurrency
-level under cProfile (on the client's event-loop thread) and prints the functions with the
-largest cumulative time.
+[--latency 0.2] [--concurrency 1 8 32] [--scenarios none 500-first 429 hang dead] [--profile]``;
+``--profile`` runs the highest concurrency level under cProfile (on the client's event-loop
+thread) and prints the functions with the largest cumulative time.
 """
 
 from __future__ import annotations
@@ -26,8 +38,12 @@ import cProfile
 import multiprocessing
 import os
 import pstats
+import random
+import socket
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -37,10 +53,13 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from rag_eval_pipeline.judges.parsing import parse_score
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
-from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.openai_server import Chooser, run_openai_server
 
 GOAL_RATIO = 1.25
 MODEL = "openai/gpt-4o-mini"
+RATE_LIMITED_SHARE, RETRY_AFTER_S = 0.3, 1.0
+HUNG_SHARE, HANG_S = 0.1, 120.0
+SCENARIOS = ("none", "500-first", "429", "hang", "dead")
 
 
 def verdict(request: dict[str, Any]) -> str:
@@ -49,13 +68,34 @@ def verdict(request: dict[str, Any]) -> str:
     return f'{{"score": {number % 11 / 10}, "reason": "synthetic verdict"}}'
 
 
-def serve(connection: Connection, latency_s: float) -> None:
+def chooser_for(scenario: str) -> Chooser | None:
+    """How the server misbehaves in `scenario` (None: never)."""
+    rng = random.Random(23)
+    if scenario == "500-first":
+        return lambda body, seen: "500" if seen == 0 else "ok"
+    if scenario == "429":
+        return lambda body, seen: "429" if rng.random() < RATE_LIMITED_SHARE else "ok"
+    if scenario == "hang":
+        return lambda body, seen: "hang" if rng.random() < HUNG_SHARE else "ok"
+    return None
+
+
+def serve(connection: Connection, latency_s: float, scenario: str = "none") -> None:
     """Child process: run the server until the parent sends anything, then report its peak."""
-    with run_openai_server(responder=verdict, latency_s=latency_s) as server:
+    with run_openai_server(
+        responder=verdict,
+        latency_s=latency_s,
+        chooser=chooser_for(scenario),
+        retry_after_s=RETRY_AFTER_S,
+        hang_s=HANG_S,
+    ) as server:
         connection.send(server.base_url)
         while connection.recv() == "reset":
             connection.send((server.request_count, server.max_in_flight))
             server.reset()
+
+
+Stats = Callable[[], tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -137,39 +177,156 @@ def print_results(results: list[Result]) -> None:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=1000, help="judgments per concurrent level")
-    parser.add_argument("--n-sequential", type=int, default=100, help="judgments at concurrency 1")
-    parser.add_argument("--latency", type=float, default=0.2, help="injected latency, seconds")
-    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
-    parser.add_argument("--profile", action="store_true", help="cProfile the highest level")
-    args = parser.parse_args()
-
+@contextmanager
+def loopback_server(latency_s: float, scenario: str) -> Iterator[tuple[str, Stats]]:
+    """The server in a child process: its base URL and a function returning (and resetting)
+    its request count and peak in-flight count. `dead`: a closed port, and no server."""
+    if scenario == "dead":
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        yield f"http://127.0.0.1:{port}/v1", lambda: (0, 0)
+        return
     parent, child = multiprocessing.get_context("spawn").Pipe()
     server = multiprocessing.get_context("spawn").Process(
-        target=serve, args=(child, args.latency), daemon=True
+        target=serve, args=(child, latency_s, scenario), daemon=True
     )
     server.start()
-    base_url = parent.recv()
 
     def server_stats() -> tuple[int, int]:
         parent.send("reset")
         requests, peak = parent.recv()
         return requests, peak
 
+    try:
+        yield parent.recv(), server_stats
+    finally:
+        parent.send("stop")
+        server.join()
+
+
+def bench_config(base_url: str, concurrency: int, cache_dir: Path, timeout_s: float) -> LLMConfig:
+    return LLMConfig(
+        model=MODEL,
+        api_base=base_url,
+        api_key="bench-key",
+        max_concurrency=concurrency,
+        timeout_s=timeout_s,
+        cache_dir=cache_dir,
+    )
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    scenario: str
+    prompts: int
+    elapsed_s: float
+    errors: int
+    server_requests: int
+    max_in_flight: int
+    retries: int
+    rate_limited: int
+    timeouts: int
+    lowest_concurrency: int
+    breaker_trips: int
+    first_error: str | None
+
+
+def run_scenario(scenario: str, args: argparse.Namespace, cache_dir: Path) -> ScenarioResult:
+    """`--n` fresh prompts at the highest concurrency level against the scripted server."""
+    concurrency = max(args.concurrency)
+    timeout_s = args.hang_timeout if scenario == "hang" else 30.0
+    prompts = judge_prompts(f"scenario-{scenario}", args.n)
+    with loopback_server(args.latency, scenario) as (base_url, server_stats):
+        client = LLMClient(bench_config(base_url, concurrency, cache_dir, timeout_s))
+        started = time.perf_counter()
+        replies = client.complete_many(prompts)
+        elapsed = time.perf_counter() - started
+        requests, peak = server_stats()
+        client.close()
+    errors = [reply.error for reply in replies if reply.error is not None]
+    for reply in replies:
+        if reply.text is not None:
+            parse_score(reply.text)
+    usage = client.usage
+    return ScenarioResult(
+        scenario,
+        len(prompts),
+        elapsed,
+        len(errors),
+        requests,
+        peak,
+        usage.retries,
+        usage.rate_limited,
+        usage.timeouts,
+        client.lowest_concurrency,
+        client.breaker.trips,
+        errors[0] if errors else None,
+    )
+
+
+def scenario_goals(results: dict[str, ScenarioResult]) -> list[tuple[str, bool]]:
+    """The issue's goals, each with whether it was met."""
+    goals: list[tuple[str, bool]] = []
+    baseline = results.get("none")
+    if "500-first" in results:
+        goals.append(("500 on every first attempt: 0 errors", results["500-first"].errors == 0))
+    if "429" in results:
+        limited = results["429"]
+        goals.append(("30% 429: errors <= 0.5%", limited.errors <= 0.005 * limited.prompts))
+        if baseline is not None:
+            ratio = limited.elapsed_s / baseline.elapsed_s
+            goals.append((f"30% 429: wall <= 1.5x no-fault ({ratio:.2f}x)", ratio <= 1.5))
+    if "hang" in results:
+        hung = results["hang"]
+        goals.append(("10% hung: errors <= 0.5%", hung.errors <= 0.005 * hung.prompts))
+    if "dead" in results:
+        dead = results["dead"]
+        goals.append((f"dead endpoint: <= 60 s ({dead.elapsed_s:.1f} s)", dead.elapsed_s <= 60))
+    return goals
+
+
+def print_scenarios(results: dict[str, ScenarioResult]) -> None:
+    print(
+        f"{'scenario':>10} {'prompts':>7} {'elapsed s':>9} {'errors':>6} {'server reqs':>11} "
+        f"{'peak in-flight':>14} {'retries':>7} {'429s':>5} {'timeouts':>8} "
+        f"{'lowest limit':>12} {'breaker trips':>13}"
+    )
+    for r in results.values():
+        print(
+            f"{r.scenario:>10} {r.prompts:>7} {r.elapsed_s:>9.2f} {r.errors:>6} "
+            f"{r.server_requests:>11} {r.max_in_flight:>14} {r.retries:>7} {r.rate_limited:>5} "
+            f"{r.timeouts:>8} {r.lowest_concurrency:>12} {r.breaker_trips:>13}"
+        )
+        if r.first_error and r.scenario != "dead":
+            print(f"{'':>10} first error: {r.first_error[:160]}")
+    for goal, met in scenario_goals(results):
+        print(f"{'PASS' if met else 'FAIL'}  {goal}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="judgments per concurrent level")
+    parser.add_argument("--n-sequential", type=int, default=100, help="judgments at concurrency 1")
+    parser.add_argument("--latency", type=float, default=0.2, help="injected latency, seconds")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--hang-timeout", type=float, default=2.0, help="timeout_s, hang run")
+    parser.add_argument("--profile", action="store_true", help="cProfile the highest level")
+    args = parser.parse_args()
+
     results: list[Result] = []
-    with tempfile.TemporaryDirectory() as cache_dir:
+    scenarios: dict[str, ScenarioResult] = {}
+    with (
+        tempfile.TemporaryDirectory() as cache_dir,
+        loopback_server(args.latency, "none") as (
+            base_url,
+            server_stats,
+        ),
+    ):
 
         def config(concurrency: int) -> LLMConfig:
-            return LLMConfig(
-                model=MODEL,
-                api_base=base_url,
-                api_key="bench-key",
-                max_concurrency=concurrency,
-                timeout_s=30.0,
-                cache_dir=Path(cache_dir),
-            )
+            return bench_config(base_url, concurrency, Path(cache_dir), 30.0)
 
         warmup = LLMClient(config(1))
         started = time.perf_counter()
@@ -200,9 +357,13 @@ def main() -> None:
         cached_client.close()
         warmup.close()
 
-    parent.send("stop")
-    server.join()
+        for scenario in args.scenarios:
+            scenarios[scenario] = run_scenario(scenario, args, Path(cache_dir))
+
     print_results(results)
+    if scenarios:
+        print(f"\nfault scenarios at c={max(args.concurrency)}, {args.n} prompts each:")
+        print_scenarios(scenarios)
 
 
 if __name__ == "__main__":

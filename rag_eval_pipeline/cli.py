@@ -5,6 +5,7 @@ rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELEC
 rag-eval run [--dataset-version V ...] --days N     (the last N days up to today, here, in order)
 rag-eval run [--dataset-version V ...] --from YYYY-MM-DD --to YYYY-MM-DD   (a Dagster backfill)
              [--fail-on-regression]
+rag-eval estimate [--dataset-version V ...] [--date D]   (LLM prompts, tokens, cost; no calls)
 rag-eval scorecard [--dataset-version V ...] [--date D] [--tier T] [--system S] [--format F]
 """
 
@@ -39,6 +40,7 @@ from rag_eval_pipeline.settings import (
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, Definitions
 
+    from rag_eval_pipeline.defs.resources import LLMResource
 
 FINGERPRINT_TAG = "rag_eval/fingerprint"
 
@@ -182,6 +184,103 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet_end:
         _print_next_steps(versions, days)
     return code
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    """Print, per partition, the judge and generator prompts a run would send that the reply
+    cache cannot answer, their tokens and (upper-bound) price, without calling any LLM.
+
+    The assets that call an LLM (the `llm_judge` and `llm_generator` pools) and their upstream
+    run in this process on a throw-away instance and warehouse, with the LLM resources in
+    estimate-only mode (`llm.estimate`) and the result cache off; only the embedding cache (real
+    vectors) is written outside a temporary folder.
+    """
+    import tempfile
+
+    from dagster import (
+        AssetSelection,
+        DagsterInstance,
+        Definitions,
+        define_asset_job,
+        in_process_executor,
+    )
+
+    from rag_eval_pipeline.definitions import ALL_ASSETS, default_resources
+    from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
+    from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+    from rag_eval_pipeline.defs.resources import (
+        DatasetsResource,
+        LLMResource,
+        ResultCacheResource,
+        WarehouseResource,
+    )
+    from rag_eval_pipeline.llm.estimate import run_estimate
+
+    check_partition_date(args.date)
+    scan = DatasetsResource().scan()
+    versions = args.dataset_version or scan.valid
+    unknown = [v for v in versions if v not in scan.valid]
+    if unknown:
+        raise UsageError(f"unknown or invalid dataset version(s): {', '.join(unknown)}")
+    resources = default_resources()
+    llms = {name: resources[name] for name in ("judge_llm", "generator_llm")}
+    if all(cast_llm(llm).is_offline for llm in llms.values()):
+        print("judge and generator are offline (RAG_EVAL_JUDGE_MODEL / _GENERATOR_MODEL unset):")
+        print("nothing is sent to a provider, nothing to pay.")
+        return 0
+    llm_assets = [a.key for a in ALL_ASSETS if a.op.pool in (LLM_JUDGE_POOL, LLM_GENERATOR_POOL)]
+    with tempfile.TemporaryDirectory() as scratch, DagsterInstance.ephemeral() as instance:
+        warehouse = str(Path(scratch) / "warehouse")
+        estimating = {
+            name: LLMResource(**{**cast_llm(llm).model_dump(), "estimate_only": True})
+            for name, llm in llms.items()
+        }
+        defs = Definitions(
+            assets=ALL_ASSETS,
+            jobs=[
+                define_asset_job(
+                    "estimate",
+                    selection=AssetSelection.assets(*llm_assets).upstream(),
+                    executor_def=in_process_executor,
+                )
+            ],
+            resources={
+                **resources,
+                **estimating,
+                "io_manager": ParquetIOManagerResource(base_path=warehouse),
+                "warehouse": WarehouseResource(base_path=warehouse),
+                # Results computed from stand-in replies must never be kept for real runs.
+                "result_cache": ResultCacheResource(enabled=False),
+            },
+        )
+        job = defs.resolve_job_def("estimate")
+        instance.add_dynamic_partitions(DATASET_VERSION, list(versions))
+        code = 0
+        for version in versions:
+            print(f"{version}|{args.date}:", flush=True)
+            result = job.execute_in_process(
+                partition_key=evaluation_partition_key(version, args.date),
+                instance=instance,
+                raise_on_error=False,
+                run_config={"loggers": {"console": {"config": {"log_level": "ERROR"}}}},
+            )
+            for line in run_estimate(result.run_id).lines():
+                print(terminal_text(f"  {line}"))
+            if not result.success:
+                failed = [e.step_key for e in result.get_step_failure_events()]
+                print(f"  incomplete: step(s) failed: {', '.join(map(str, failed))}")
+                code = 1
+    return code
+
+
+def cast_llm(resource: object) -> LLMResource:
+    """`resource` as the `LLMResource` it is (the resources dict is typed loosely)."""
+    from rag_eval_pipeline.defs.resources import LLMResource
+
+    if not isinstance(resource, LLMResource):
+        raise TypeError(f"expected an LLMResource, got {type(resource).__name__}")
+    return resource
 
 
 def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
@@ -695,6 +794,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     run.set_defaults(handler=cmd_run)
+    estimate = commands.add_parser(
+        "estimate",
+        help="count the uncached LLM prompts, tokens and cost of a run, calling nothing",
+    )
+    estimate.add_argument("--dataset-version", action="append", help="repeatable; default: all")
+    estimate.add_argument("--date", type=_valid_date, default=_today(), help="default: today")
+    estimate.set_defaults(handler=cmd_estimate)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
     scorecard.add_argument("--dataset-version", action="append", help="default: all")
     scorecard.add_argument("--date", type=_valid_date, default=_today())

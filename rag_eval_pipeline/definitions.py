@@ -56,10 +56,12 @@ def default_resources() -> dict[str, object]:
         "judge_llm": LLMResource(
             model=os.environ.get(JUDGE_MODEL_ENV, OFFLINE_MODEL),
             api_base=os.environ.get(JUDGE_API_BASE_ENV),
+            role="judge",
         ),
         "generator_llm": LLMResource(
             model=os.environ.get(GENERATOR_MODEL_ENV, OFFLINE_MODEL),
             api_base=os.environ.get(GENERATOR_API_BASE_ENV),
+            role="generator",
         ),
         "warehouse": WarehouseResource(),
         "result_cache": ResultCacheResource(),

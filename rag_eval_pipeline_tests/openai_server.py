@@ -7,7 +7,11 @@ gets as `api_base` (with a model string such as "openai/test-judge").
 Every `POST /v1/chat/completions` is recorded (body, headers, arrival and finish times, the
 behaviour it got) and counted towards the maximum number of requests in flight at once. On arrival
 a request takes the next behaviour from the fault script (`"ok"` once the script is empty), waits
-`latency_s`, then behaves accordingly:
+`latency_s`, then behaves accordingly. With a `chooser`, a request the script does not cover gets
+``chooser(body, seen)`` instead, `seen` being how many earlier requests carried the same messages
+(so "500 to the first attempt of each prompt" is ``lambda body, seen: "500" if seen == 0 else
+"ok"``). With a `concurrency_limit`, a request arriving while that many are already in flight
+gets a 429 instead, as a provider enforcing a concurrency limit would.
 
 - ``"ok"``: 200 with the `responder`'s text as ``choices[0].message.content``;
 - ``"<status>"`` such as ``"429"``, ``"500"``, ``"400"``, ``"401"``: that status with an
@@ -35,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], str]
+Chooser = Callable[[dict[str, Any], int], str]
 CHAT_PATH = "/v1/chat/completions"
 BEHAVIOURS = frozenset({"ok", "hang", "garbage"})
 
@@ -70,8 +75,13 @@ class OpenAIServer:
         latency_s: float,
         hang_s: float,
         retry_after_s: float | None = None,
+        chooser: Chooser | None = None,
+        concurrency_limit: int | None = None,
     ) -> None:
         self.responder = responder
+        self.chooser = chooser
+        self.concurrency_limit = concurrency_limit
+        self._seen: dict[str, int] = {}
         self.latency_s = latency_s
         self.hang_s = hang_s
         self.retry_after_s = retry_after_s
@@ -109,7 +119,16 @@ class OpenAIServer:
             self.requests.append(record)
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
-            return self._faults.popleft() if self._faults else "ok"
+            if self.concurrency_limit is not None and self._in_flight > self.concurrency_limit:
+                return "429"
+            if self._faults:
+                return self._faults.popleft()
+            if self.chooser is None:
+                return "ok"
+            key = json.dumps(record.body.get("messages"), sort_keys=True)
+            seen = self._seen.get(key, 0)
+            self._seen[key] = seen + 1
+        return self.chooser(record.body, seen)
 
     def _end(self, record: RecordedRequest) -> None:
         with self._lock:
@@ -226,6 +245,9 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout) closes its connection: not worth a traceback."""
+
     def __init__(self, state: OpenAIServer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.state = state
@@ -238,9 +260,13 @@ def run_openai_server(
     latency_s: float = 0.0,
     hang_s: float = 5.0,
     retry_after_s: float | None = None,
+    chooser: Chooser | None = None,
+    concurrency_limit: int | None = None,
 ) -> Iterator[OpenAIServer]:
     """Serve the OpenAI Chat Completions API on a free loopback port for the `with` block."""
-    state = OpenAIServer(responder, faults, latency_s, hang_s, retry_after_s)
+    state = OpenAIServer(
+        responder, faults, latency_s, hang_s, retry_after_s, chooser, concurrency_limit
+    )
     server = _Server(state)
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(

@@ -70,7 +70,9 @@ from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest,
 
 JUDGE_MODEL = "openai/test-judge"
 VERSION, DATE = "demo-v1", "2026-11-20"
-MAX_RETRIES = 2  # three attempts per prompt
+MAX_RETRIES = 2  # three attempts per prompt (429s are waited out without using them up)
+RATE_LIMIT_BUDGET_S, RETRY_AFTER_S = 1.0, 0.2  # a prompt waits out 429s for 1 s at most
+ALWAYS_429_ATTEMPTS = round(RATE_LIMIT_BUDGET_S / RETRY_AFTER_S) + 1
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ class PlannedServer(OpenAIServer):
             faults=(),
             latency_s=0.0,
             hang_s=hang_s,
+            retry_after_s=RETRY_AFTER_S,
         )
         self.attempts: Counter[str] = Counter()
 
@@ -235,13 +238,14 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
             api_base=server.base_url,
             api_key="test-key",
             max_retries=MAX_RETRIES,
+            rate_limit_budget_s=RATE_LIMIT_BUDGET_S,
             timeout_s=1.0,
             max_concurrency=32,
             cache_dir=str(tmp_path / "judge-cache"),
             # The plans fail prompts densely and count each prompt's attempts; the circuit
-            # breaker, which would stop calling after 5 failures in a row, is tested in
+            # breaker, which would stop calling once most calls fail, is tested in
             # test_judge_outage.py.
-            breaker_failures=0,
+            breaker_min_calls=0,
         )
         resources = evaluation_resources(tmp_path, embedder, judge_llm=judge)
         first = materialize(
@@ -269,9 +273,11 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     digests = {cell: prompt_digest(messages) for cell, messages in prompts.items()}
     assert {p.name for p in plans.values()} == {p.name for p in PLAN_WHEEL}, "every fault occurs"
 
-    # Every prompt reached the server, with exactly the attempts its plan allows.
+    # Every prompt reached the server, with exactly the attempts its plan allows (a prompt
+    # refused with 429 every time is retried after each Retry-After until its budget is spent).
     for cell, plan in plans.items():
         expected = MAX_RETRIES + 1 if plan.http_failure else len(plan.faults) + 1
+        expected = ALWAYS_429_ATTEMPTS if plan.then == "429" else expected
         assert first_requests[digests[cell]] == expected, (cell, plan.name)
     assert set(first_requests) == set(digests.values())
 
@@ -324,6 +330,7 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     assert set(second_requests) == {digests[c] for c in errored}
     for cell, plan in errored.items():
         expected = MAX_RETRIES + 1 if plan.http_failure else 1
+        expected = ALWAYS_429_ATTEMPTS if plan.then == "429" else expected
         assert second_requests[digests[cell]] == expected, (cell, plan.name)
     rerun = pd.read_parquet(warehouse / "generation_judgments" / VERSION / f"{DATE}.parquet")
     rerun_rows = rerun[rerun["metric"].isin(REFERENCE_FREE)].set_index(["metric", "query_id"])
@@ -333,10 +340,12 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     recovered = [cell for cell, plan in plans.items() if plan.recovers]
     assert rerun_rows.loc[recovered, "cached"].all()
 
-    # The asset's metadata reports the same calls and failures the server saw.
+    # The asset's metadata reports the calls and failures the server saw. On a loaded machine an
+    # attempt may hit the 1 s timeout before its request is written (the client counts it, the
+    # server never sees it): allow two such.
     (materialization,) = first.asset_materializations_for_node("generation_judgments")
     metadata = {k: v.value for k, v in materialization.metadata.items()}
-    assert metadata["judge_calls"] == sum(first_requests.values())
+    assert 0 <= metadata["judge_calls"] - sum(first_requests.values()) <= 2
     assert metadata["judge_errors"] == sum(plan.http_failure for plan in plans.values())
     assert metadata["n_errors"] == sum(not plan.recovers for plan in plans.values())
 

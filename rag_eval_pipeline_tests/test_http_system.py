@@ -193,7 +193,7 @@ def test_the_circuit_breaker_stops_calling_a_failing_service() -> None:
         out = system.answer(queries(*(f"fail: {i}" for i in range(5))))
     assert len(service.requests) == 2
     assert out["error"].str.startswith("HTTP 500").sum() == 2
-    assert out["error"].str.startswith("circuit breaker open after 2 failed calls").sum() == 3
+    assert out["error"].str.startswith("circuit breaker open").sum() == 3
 
 
 def test_an_unreachable_service_is_a_connection_error_row() -> None:

@@ -22,14 +22,8 @@ import litellm
 import pytest
 
 from rag_eval_pipeline.llm.cache import CACHE_FILENAME, ReplyCache
-from rag_eval_pipeline.llm.client import (
-    MAX_BACKOFF_S,
-    LLMClient,
-    LLMConfig,
-    LLMReply,
-    backoff_delay,
-    retry_after_s,
-)
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig, LLMReply
+from rag_eval_pipeline.llm.failures import MAX_BACKOFF_S, backoff_delay, retry_after_s
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, count_tokens, run_openai_server
 
 API_KEY = "sk-test-SECRET-0123456789"
@@ -159,15 +153,17 @@ def test_hung_request_times_out_and_is_retried(server: OpenAIServer) -> None:
 
 
 def test_exhausted_retries_give_an_error_reply_not_an_exception(server: OpenAIServer) -> None:
-    server.script("500", "garbage", "503", "429")
-    client = make_client(server, max_retries=3, max_concurrency=1)
-    failed, fine = client.complete_many([ask("doomed"), ask("fine")])
+    server.script("500", "garbage", "429", "503", "502")
+    client = make_client(server, max_retries=3)
+    failed, fine = client.complete(ask("doomed")), client.complete(ask("fine"))
     assert failed.text is None
-    assert failed.error is not None and failed.error.startswith("RateLimitError: ")
-    assert (failed.attempts, failed.cached, failed.cost_usd) == (4, False, 0.0)
+    assert failed.error is not None and failed.error.startswith("BadGatewayError: ")
+    # The 429 is waited out without using up one of the 3 retries.
+    assert (failed.attempts, failed.cached, failed.cost_usd) == (5, False, 0.0)
     assert fine.text == "echo: fine"
-    assert server.request_count == 5
-    assert (client.usage.calls, client.usage.retries, client.usage.errors) == (5, 3, 1)
+    assert server.request_count == 6
+    assert (client.usage.calls, client.usage.retries, client.usage.errors) == (6, 4, 1)
+    assert client.usage.rate_limited == 1
 
 
 def test_unreachable_server_gives_an_error_reply(server: OpenAIServer) -> None:
@@ -295,6 +291,10 @@ def test_tokens_and_cost_are_recorded(server: OpenAIServer) -> None:
     assert client.usage.as_metadata() == {
         "calls": 2,
         "retries": 0,
+        "rate_limited": 0,
+        "timeouts": 0,
+        "breaker_skipped": 0,
+        "budget_refused": 0,
         "cache_hits": 0,
         "errors": 0,
         "prompt_tokens": client.usage.prompt_tokens,

@@ -148,7 +148,7 @@ def deployment(tmp_path: Path) -> tuple[Path, Path]:
     home = tmp_path / "home"
     home.mkdir()
     config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
-    config["run_queue"] = {"max_concurrent_runs": 1}
+    config["concurrency"]["runs"] = {"max_concurrent_runs": 1}
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     return tmp_path, home
 

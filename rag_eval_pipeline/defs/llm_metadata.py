@@ -2,7 +2,8 @@
 and the counts every judgments asset records.
 
 A cost litellm could not price is reported as unknown (`<role>_cost_usd` NaN and a
-`<role>_cost` note), never as 0.0; the circuit breaker's skipped prompts are counted too.
+`<role>_cost` note), never as 0.0; the prompts the circuit breaker or a spent budget kept from
+being sent are counted too, and the lowest in-flight limit rate limits brought the client to.
 """
 
 from collections.abc import Mapping
@@ -23,8 +24,8 @@ def llm_usage_metadata(role: str, model: str, client: LLMClient | None) -> dict[
         metadata.update(
             {f"{role}_{name}": value for name, value in client.usage.as_metadata().items()}
         )
-        metadata[f"{role}_breaker_skipped"] = client.breaker.skipped
         metadata[f"{role}_breaker_open"] = client.breaker.is_open
+        metadata[f"{role}_lowest_concurrency"] = client.lowest_concurrency
         if client.unpriced_calls:
             metadata[f"{role}_cost_usd"] = MetadataValue.float(float("nan"))
             metadata[f"{role}_cost"] = MetadataValue.text(

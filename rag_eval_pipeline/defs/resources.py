@@ -9,7 +9,8 @@ from functools import cache
 from pathlib import Path
 
 import pandas as pd
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
 
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
@@ -26,7 +27,9 @@ from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
+from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
     CACHE_URL,
@@ -151,7 +154,9 @@ class LLMResource(ConfigurableResource):
     `ollama/llama3.2`, `hosted_vllm/...` with `api_base`). The default `offline` uses the
     deterministic heuristic judge and the extractive generator, labeled as such in every row.
     API keys: the provider's usual variable (e.g. `OPENAI_API_KEY`) or `api_key` set from an
-    `EnvVar`; they are never logged nor part of the cache key.
+    `EnvVar`; they are never logged nor part of the cache key. Failures, the breaker, AIMD and
+    the run's cost cap: docs/providers.md. `role` names it in estimates ("judge", "generator");
+    `estimate_only` calls nothing and counts what would be sent (`llm.estimate`).
     """
 
     model: str = OFFLINE_MODEL
@@ -162,8 +167,23 @@ class LLMResource(ConfigurableResource):
     max_concurrency: int = 8
     timeout_s: float = 60.0
     max_retries: int = 3
-    breaker_failures: int = 5
+    rate_limit_budget_s: float = 300.0
+    breaker_window: int = 20
+    breaker_min_calls: int = 10
+    breaker_failure_ratio: float = 0.5
+    breaker_cooldown_s: float = 30.0
     cache_dir: str = str(storage_path(CACHE_URL) / "llm")
+    role: str = "llm"
+    estimate_only: bool = False
+    _budget: CostBudget | None = PrivateAttr(default=None)
+    _estimate: PromptEstimate | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Share the run's spending cap (``RAG_EVAL_MAX_COST_USD``) between its LLM clients and,
+        with `estimate_only`, the run's `PromptEstimate` (`rag-eval estimate`)."""
+        run_id = context.run_id or "no-run"
+        self._budget = run_budget(run_id, max_cost_from_env())
+        self._estimate = run_estimate(run_id) if self.estimate_only else None
 
     @property
     def is_offline(self) -> bool:
@@ -172,11 +192,14 @@ class LLMResource(ConfigurableResource):
 
     @property
     def identity(self) -> str:
-        """What determines the replies (as in the reply cache's key): model and sampling."""
-        return f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+        """What determines the replies (as in the reply cache's key): model and sampling; an
+        estimate-only resource's stand-in replies are marked, so no result is reused across."""
+        identity = f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+        return f"{identity}|estimate-only" if self.estimate_only else identity
 
     def client(self) -> LLMClient:
-        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost)."""
+        """A new client (its `usage` counts this asset's calls, cache hits, tokens and cost),
+        charging the run's `CostBudget`."""
         return LLMClient(
             LLMConfig(
                 model=self.model,
@@ -188,8 +211,15 @@ class LLMResource(ConfigurableResource):
                 timeout_s=self.timeout_s,
                 max_retries=self.max_retries,
                 cache_dir=self.cache_dir,
-                breaker_failures=self.breaker_failures,
-            )
+                rate_limit_budget_s=self.rate_limit_budget_s,
+                breaker_window=self.breaker_window,
+                breaker_min_calls=self.breaker_min_calls,
+                breaker_failure_ratio=self.breaker_failure_ratio,
+                breaker_cooldown_s=self.breaker_cooldown_s,
+            ),
+            budget=self._budget,
+            estimate=self._estimate,
+            role=self.role,
         )
 
     def judge(self, embedder: Embedder) -> tuple[Judge, LLMClient | None]:

@@ -1,5 +1,7 @@
-"""What `rag-eval run` prints after the runs: per partition, alerted metrics, failed checks and
-what the run's LLM calls cost.
+"""What `rag-eval run` prints after the runs: per partition, alerted metrics and failed checks,
+and what the run's LLM calls cost (the sum of its assets' `<role>_cost_usd` metadata; unknown
+when litellm could not price a call) and how many prompts a spent ``RAG_EVAL_MAX_COST_USD``
+kept from being sent.
 
 The regressions come from the partition's stored `metric_regressions` table (the same rows the
 check, the report and the alert sensor read); the failed checks from the run's asset check
@@ -24,6 +26,7 @@ from dagster import (
 
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.regression import IMPROVED
+from rag_eval_pipeline.llm.budget import MAX_COST_ENV
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
@@ -49,6 +52,7 @@ class PartitionSummary:
     n_improved: int = 0
     n_below_band: int = 0
     quiet_verdict: str = "quiet: no significant change"
+    n_budget_refused: int = 0
 
     @property
     def gates(self) -> bool:
@@ -57,8 +61,8 @@ class PartitionSummary:
 
     @property
     def needs_look(self) -> bool:
-        """An alert or a failed check other than the threshold bands."""
-        return self.n_alerts > 0 or self.n_failed_checks > 0
+        """An alert, a failed check other than the threshold bands, or a spent budget."""
+        return self.n_alerts > 0 or self.n_failed_checks > 0 or self.n_budget_refused > 0
 
     @property
     def verdict(self) -> str:
@@ -70,6 +74,8 @@ class PartitionSummary:
             parts.append(f"{self.n_failed_checks} failed check(s)")
         if self.n_improved:
             parts.append(f"{self.n_improved} improvement(s)")
+        if self.n_budget_refused:
+            parts.append(f"budget exhausted ({self.n_budget_refused} prompt(s) not sent)")
         if not parts:
             parts.append(self.quiet_verdict)
         return ("needs a look: " if self.needs_look else "") + ", ".join(parts)
@@ -88,14 +94,15 @@ def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEval
     return [e for e in evaluations if isinstance(e, AssetCheckEvaluation) and not e.passed]
 
 
-USAGE_COLUMNS = ["asset", "role", "model", "calls", "cache_hits", "cost_usd"]
+USAGE_COLUMNS = ["asset", "role", "model", "calls", "cache_hits", "cost_usd", "budget_refused"]
 BRIDGE_ROLE_PREFIX = "bridge_"
 
 
 def run_llm_usage(instance: DagsterInstance, run_id: str) -> pd.DataFrame:
     """One row per (asset, LLM role) that `run_id`'s materializations record: the model, the
-    calls sent, the cache hits and the cost in USD (NaN: litellm could not price it). The run's
-    LLM cost is the sum of `cost_usd`; offline models record no usage and give no row."""
+    calls sent, the cache hits, the cost in USD (NaN: litellm could not price it) and the
+    prompts a spent ``RAG_EVAL_MAX_COST_USD`` kept from being sent. The run's LLM cost is the
+    sum of `cost_usd`; offline models record no usage and give no row."""
     records = instance.get_records_for_run(
         run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
     ).records
@@ -117,6 +124,7 @@ def run_llm_usage(instance: DagsterInstance, run_id: str) -> pd.DataFrame:
                         int(values[f"{role}_calls"]),
                         int(values.get(f"{role}_cache_hits", 0)),
                         float(values.get(f"{role}_cost_usd", math.nan)),
+                        int(values.get(f"{role}_budget_refused", 0)),
                     ]
                 )
     return pd.DataFrame(rows, columns=USAGE_COLUMNS)
@@ -167,7 +175,8 @@ def partition_summary(
         lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
         if n_alerts > MAX_PRINTED:
             lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
-    usage = usage_line(run_llm_usage(instance, run_id)) if run_id else None
+    usage_rows = run_llm_usage(instance, run_id) if run_id else None
+    usage = usage_line(usage_rows) if usage_rows is not None else None
     if usage:
         lines.append(usage)
     failed = failed_checks(instance, run_id) if run_id else []
@@ -187,6 +196,12 @@ def partition_summary(
             f"  check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} "
             f"failed ({level}){terminal_text(note)}"
         )
+    refused = 0 if usage_rows is None else int(usage_rows["budget_refused"].sum())
+    if refused:
+        lines.append(
+            f"  budget exhausted: {refused} prompt(s) not sent once "
+            f"{MAX_COST_ENV} was spent; their rows are errors 'budget exhausted'"
+        )
     n_improved = 0 if verdicts is None else int((verdicts["verdict"] == IMPROVED).sum())
     if verdicts is None:
         quiet = "evaluated (no verdict)"
@@ -194,7 +209,9 @@ def partition_summary(
         quiet = "first evaluation: no baseline yet"
     else:
         quiet = f"quiet: no significant change since {verdicts['baseline_date'].dropna().iloc[0]}"
-    return PartitionSummary(lines, n_alerts, len(failed), n_errors, n_improved, below, quiet)
+    return PartitionSummary(
+        lines, n_alerts, len(failed), n_errors, n_improved, below, quiet, refused
+    )
 
 
 def _metadata_int(evaluation: AssetCheckEvaluation, name: str) -> int:

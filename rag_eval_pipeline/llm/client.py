@@ -1,26 +1,41 @@
 """The LLM client every judge and generator goes through: litellm, concurrency, retries, caching.
 
 `LLMClient.complete_many` sends a batch of chat prompts to any litellm-supported model
-("gpt-4o-mini", "openai/<name>" with an `api_base`, "ollama/llama3.2", ...) with at most
-`max_concurrency` requests of the client in flight (across all of its calls, from any thread),
-and returns one `LLMReply` per prompt, in order. It is a
-plain synchronous call, usable from any thread, including one that runs an event loop of its own:
-the requests run on one long-lived event loop per process, in a daemon thread. A long-lived loop
-matters because litellm caches one HTTP client (with open connections) per event loop; a fresh
-loop per call would leak a client and its sockets on every call, and lose connection reuse.
+("gpt-4o-mini", "openai/<name>" with an `api_base`, "ollama/llama3.2", ...) and returns one
+`LLMReply` per prompt, in order. It is a plain synchronous call, usable from any thread, including
+one that runs an event loop of its own: the requests run on one long-lived event loop per
+process, in a daemon thread. A long-lived loop matters because litellm caches one HTTP client
+(with open connections) per event loop; a fresh loop per call would leak a client and its sockets
+on every call, and lose connection reuse.
 
-Failures never escape as exceptions. Rate limits, timeouts, connection errors and 5xx replies are
-retried up to `max_retries` times with exponential backoff and jitter, waiting at least as long
-as the provider's ``Retry-After`` / ``retry-after-ms`` asks (capped at 60 s; the retry loop lives
-here, litellm's own is disabled so attempts are counted); anything else, or a call still
-failing after its retries, becomes a reply with `error` set. Error texts never contain the API
-key.
+Failures never escape as exceptions; each prompt is retried by the project's one policy
+(`llm.failures`): transient faults (5xx, timeouts, resets) up to `max_retries` times with
+exponential backoff and jitter; rate limits (429) after the provider's ``Retry-After``, until
+the call's waits add up to `rate_limit_budget_s`, without using up retries; permanent errors
+(400, 401/403, 404, context too long) at once become a reply with `error` set. litellm gives up
+on an attempt that gets no reply within `timeout_s`, so a hung call costs about
+`timeout_s × (max_retries + 1)` plus backoff, and its row says ``Timeout: no reply within ...``;
+a backstop cancels any attempt after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also
+covers litellm's setup on a process's first call, which can take seconds). Error texts never
+contain the API key.
 
-A circuit breaker stops a client from hammering an endpoint that is down: after
-`breaker_failures` failed attempts in a row (5 by default; any success resets the count) the
-client makes no more calls for the rest of its life (one asset step): every prompt not answered
-yet, including those waiting to retry, gets the error `circuit breaker open ...` at once, and
-one warning is logged instead of one per prompt. `breaker_failures=0` turns it off.
+Requests in flight are bounded by an AIMD limit (`llm.adaptive`): it starts at `max_concurrency`
+(shared by all of the client's calls, from any thread), halves on a 429 and grows back by one
+per success. A prompt waiting out a backoff holds no slot.
+
+A circuit breaker (`llm.breaker`, one per model and api_base in the process, so the steps of a run
+after the first do not pay again to find an endpoint down) stops hammering an endpoint: calls
+whose retries were exhausted and refused connections, as a share of the last
+`breaker_window` calls (at least `breaker_min_calls` of them, 0 turns it off), open it; then every
+prompt not answered yet gets the error ``circuit breaker open ...`` at once (one warning is logged,
+not one per prompt), and after `breaker_cooldown_s` one probe is let through (the other prompts
+wait for its outcome): if it succeeds, the client calls again.
+
+A shared `CostBudget` (`llm.budget`, the run's ``RAG_EVAL_MAX_COST_USD``) is charged with each
+reply's cost; once it is spent, prompts not sent yet become the error ``budget exhausted ...``.
+With a `PromptEstimate` (`llm.estimate`, ``rag-eval estimate``) the client calls nothing: it
+counts the prompts its cache cannot answer, their tokens and price, and answers them with a
+stand-in text.
 
 Successful replies are stored in the reply cache (`llm.cache`, local or on an object store) when
 `cache_dir` is set; identical prompts (same model, api_base, messages, temperature and
@@ -36,20 +51,30 @@ on every failed call.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from functools import cache
 from types import ModuleType
 from typing import Any, TypeVar, cast
 
+from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
+from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
+from rag_eval_pipeline.llm.budget import CostBudget
 from rag_eval_pipeline.llm.cache import CachedReply, cache_key, open_reply_cache
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
+from rag_eval_pipeline.llm.failures import (
+    Attempted,
+    AttemptTimeout,
+    Decision,
+    FailureClass,
+    NotCalled,
+    RetryPolicy,
+    retry_async,
+)
 from rag_eval_pipeline.llm.secrets import RedactingFilter, redact
 
 Messages = Sequence[Mapping[str, str]]
@@ -58,8 +83,12 @@ T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
-MAX_BACKOFF_S = 60.0
 MAX_ERROR_CHARS = 500
+# Prompts in progress at once per in-flight slot: those waiting out a backoff hold no slot, but
+# bounding them keeps a failing endpoint from getting every prompt's retries at once.
+CALLS_PER_SLOT = 4
+PROBE_POLL_S = 0.05
+TIMEOUT_ERRORS = frozenset({"Timeout", "APITimeoutError"})  # litellm's and openai's
 # litellm's loggers and its HTTP client's, which may log request headers and provider errors
 REDACTED_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", __name__)
 
@@ -76,18 +105,6 @@ def _litellm() -> ModuleType:
     return litellm
 
 
-def _retryable_errors() -> tuple[type[BaseException], ...]:
-    litellm = _litellm()
-    return (
-        litellm.RateLimitError,
-        litellm.Timeout,
-        litellm.APIConnectionError,
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-        litellm.BadGatewayError,
-    )
-
-
 @dataclass(frozen=True)
 class LLMConfig:
     """Which model to call and how; `api_key` is excluded from repr, logs and the cache key."""
@@ -102,19 +119,42 @@ class LLMConfig:
     max_retries: int = 3
     backoff_base_s: float = 1.0
     cache_dir: str | os.PathLike[str] | None = None
-    breaker_failures: int = 5
+    rate_limit_budget_s: float = 300.0
+    breaker_window: int = 20
+    breaker_min_calls: int = 10
+    breaker_failure_ratio: float = 0.5
+    breaker_cooldown_s: float = 30.0
 
     def __post_init__(self) -> None:
-        if self.breaker_failures < 0:
-            raise ValueError(f"breaker_failures must be >= 0, got {self.breaker_failures}")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
         if self.timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if self.backoff_base_s < 0:
-            raise ValueError(f"backoff_base_s must be >= 0, got {self.backoff_base_s}")
+        self.retry_policy()  # validates the retry settings
+        self.breaker()  # validates the breaker settings
+
+    @property
+    def backstop_timeout_s(self) -> float:
+        """When an attempt is cancelled whatever litellm does (its own timeout is `timeout_s`)."""
+        return 2 * self.timeout_s + 10
+
+    def retry_policy(self) -> RetryPolicy:
+        """The retry policy of each prompt (each attempt cancelled after `backstop_timeout_s`)."""
+        return RetryPolicy(
+            max_retries=self.max_retries,
+            backoff_base_s=self.backoff_base_s,
+            rate_limit_budget_s=self.rate_limit_budget_s,
+            attempt_timeout_s=self.backstop_timeout_s,
+        )
+
+    def breaker(self) -> CircuitBreaker:
+        """A new circuit breaker with these settings."""
+        return CircuitBreaker(
+            window=self.breaker_window,
+            min_calls=self.breaker_min_calls,
+            failure_ratio=self.breaker_failure_ratio,
+            cooldown_s=self.breaker_cooldown_s,
+        )
 
 
 @dataclass(frozen=True)
@@ -142,13 +182,19 @@ class LLMUsage:
     """Cumulative usage of one client.
 
     `calls` counts requests actually sent to the provider, retries included (`retries` of them
-    were retries); `cache_hits` counts replies served without a call; `errors` counts replies
-    returned with an error (prompts the open circuit breaker never sent included: see
-    `CircuitBreaker.skipped`); tokens and cost are those of the provider calls only.
+    were retries, `rate_limited` of them answered 429 and were waited out, `timeouts` got no
+    reply in time); `cache_hits` counts replies served without a call; `errors` counts replies
+    returned with an error, including the prompts never sent because the circuit breaker was
+    open (`breaker_skipped`) or the run's budget spent (`budget_refused`); tokens and cost are
+    those of the provider calls only.
     """
 
     calls: int = 0
     retries: int = 0
+    rate_limited: int = 0
+    timeouts: int = 0
+    breaker_skipped: int = 0
+    budget_refused: int = 0
     cache_hits: int = 0
     errors: int = 0
     prompt_tokens: int = 0
@@ -158,46 +204,6 @@ class LLMUsage:
     def as_metadata(self) -> dict[str, float | int]:
         """The counters as a flat dict, e.g. for Dagster output metadata."""
         return asdict(self)
-
-
-def is_retryable(error: BaseException) -> bool:
-    """Whether a failed call may succeed if repeated: rate limits, timeouts, connection, 5xx."""
-    if isinstance(error, _retryable_errors()):
-        return True
-    status = getattr(error, "status_code", None)
-    return isinstance(status, int) and (status in (408, 429) or status >= 500)
-
-
-def retry_after_s(error: BaseException) -> float | None:
-    """The wait a provider asked for with the error: ``retry-after-ms``, or ``Retry-After`` in
-    seconds or as an HTTP date; None when it sent neither (or nothing readable)."""
-    for headers in (
-        getattr(error, "litellm_response_headers", None),
-        getattr(error, "headers", None),
-        getattr(getattr(error, "response", None), "headers", None),
-    ):
-        if not headers:
-            continue
-        milliseconds = headers.get("retry-after-ms")
-        value = headers.get("retry-after")
-        try:
-            if milliseconds is not None:
-                return max(0.0, float(milliseconds) / 1000)
-            if value is not None:
-                return max(0.0, float(value))
-        except ValueError:
-            try:
-                moment = email.utils.parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                return None
-            return max(0.0, (moment - datetime.now(UTC)).total_seconds())
-    return None
-
-
-def backoff_delay(retry: int, base_s: float) -> float:
-    """Seconds before retry number `retry` (1-based): base·2^(retry-1), its upper half jittered."""
-    ceiling = min(MAX_BACKOFF_S, base_s * 2 ** (retry - 1))
-    return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -241,56 +247,39 @@ class _BackgroundLoop:
 _BACKGROUND_LOOP = _BackgroundLoop()
 
 
-class CircuitBreaker:
-    """Opens after `threshold` failed attempts in a row (0: never); a success resets the count.
-
-    Only touched from the client's event-loop thread, so it needs no lock.
-    """
-
-    def __init__(self, threshold: int) -> None:
-        self.threshold = threshold
-        self.consecutive = 0
-        self.last_error: str | None = None
-        self.is_open = False
-        self.skipped = 0
-
-    def record(self, error: str | None) -> bool:
-        """Count one attempt's outcome; True exactly when this failure opened the breaker."""
-        if error is None:
-            self.consecutive = 0
-            return False
-        self.consecutive += 1
-        self.last_error = error
-        opens = not self.is_open and self.threshold > 0 and self.consecutive >= self.threshold
-        self.is_open = self.is_open or opens
-        return opens
-
-    @property
-    def message(self) -> str:
-        """The error given to prompts the open breaker did not send."""
-        return (
-            f"circuit breaker open after {self.consecutive} failed calls in a row, not called "
-            f"(last error: {self.last_error})"
-        )
-
-
 class LLMClient:
     """Concurrent, retrying, caching chat completions through litellm for one `LLMConfig`."""
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        budget: CostBudget | None = None,
+        estimate: PromptEstimate | None = None,
+        role: str = "llm",
+    ) -> None:
         self.config = config
+        self.budget = budget
+        self.estimate = estimate
+        self.role = role
         self.usage = LLMUsage()
         self._usage_lock = threading.Lock()
         self._cache = open_reply_cache(config.cache_dir) if config.cache_dir is not None else None
-        self._slots: asyncio.Semaphore | None = None
-        self._slots_loop: asyncio.AbstractEventLoop | None = None
-        self.breaker = CircuitBreaker(config.breaker_failures)
+        self._limit: AdaptiveLimit | None = None
+        self._in_progress: asyncio.Semaphore | None = None
+        self._limit_loop: asyncio.AbstractEventLoop | None = None
+        self._policy = config.retry_policy()
+        self.breaker = shared_breaker((config.model, config.api_base), config.breaker)
         # Provider calls whose cost litellm could not price (no known price for the model):
         # their `cost_usd` is 0.0, so a total over them is unknown, not zero.
         self.unpriced_calls = 0
 
     def __repr__(self) -> str:
         return f"LLMClient({self.config!r})"
+
+    @property
+    def lowest_concurrency(self) -> int:
+        """The lowest in-flight limit the AIMD control reached (`max_concurrency` if no 429)."""
+        return self._limit.lowest if self._limit is not None else self.config.max_concurrency
 
     def complete(self, messages: Messages, *, use_cache: bool = True) -> LLMReply:
         """The reply to one prompt (a list of chat messages)."""
@@ -310,6 +299,13 @@ class LLMClient:
         if not prompts:
             return []
         return _BACKGROUND_LOOP.run(self._complete_all(prompts, use_cache, on_progress))
+
+    def uncached(self, prompts: Sequence[Messages]) -> list[Messages]:
+        """The distinct prompts among `prompts` that the reply cache cannot answer (all of them
+        without a cache): what `complete_many` would send."""
+        distinct = {self._key(messages): messages for messages in prompts}
+        hits = self._cache.get_many(list(distinct)) if self._cache is not None else {}
+        return [messages for key, messages in distinct.items() if key not in hits]
 
     def forget(self, prompts: Sequence[Messages]) -> None:
         """Drop the cached replies to `prompts`, so the next run asks again (e.g. a reply that
@@ -355,11 +351,14 @@ class LLMClient:
         for index, key in enumerate(keys):
             if replies[index] is None:
                 groups.setdefault(key if use_cache else str(index), []).append(index)
-        semaphore = self._concurrency_slots()
+        if self.estimate is not None:
+            return self._estimated(prompts, replies, groups)
+        limit, in_progress = self._adaptive_limit()
 
         async def answer(indices: list[int]) -> tuple[list[int], LLMReply]:
             first = indices[0]
-            return indices, await self._call(keys[first], prompts[first], semaphore)
+            async with in_progress:
+                return indices, await self._call(keys[first], prompts[first], limit)
 
         tasks = [asyncio.ensure_future(answer(indices)) for indices in groups.values()]
         for finished in asyncio.as_completed(tasks):
@@ -377,16 +376,44 @@ class LLMClient:
                 on_progress(done, total)
         return cast(list[LLMReply], replies)
 
-    def _concurrency_slots(self) -> asyncio.Semaphore:
-        """The client's `max_concurrency` slots, shared by all of its `complete_many` calls in
-        flight at once (from several threads too: they all run on the one background loop)."""
-        loop = asyncio.get_running_loop()
-        if self._slots is None or self._slots_loop is not loop:
-            self._slots, self._slots_loop = asyncio.Semaphore(self.config.max_concurrency), loop
-        return self._slots
+    def _estimated(
+        self,
+        prompts: Sequence[Messages],
+        replies: list[LLMReply | None],
+        groups: Mapping[str, list[int]],
+    ) -> list[LLMReply]:
+        """Estimate-only: count the prompts (`llm.estimate`) and answer the uncached ones with
+        the stand-in text, calling nothing and caching nothing."""
+        assert self.estimate is not None
+        config = self.config
+        duplicates = sum(len(indices) - 1 for indices in groups.values())
+        self.estimate.record_cached(
+            config.model, self.role, sum(r is not None for r in replies) + duplicates
+        )
+        stand_in = self._failed("", 0.0, 0)
+        stand_in = replace(stand_in, text=stand_in_text(config.max_tokens), error=None)
+        for indices in groups.values():
+            self.estimate.record_uncached(
+                config.model, self.role, prompts[indices[0]], config.max_tokens
+            )
+            for index in indices:
+                replies[index] = stand_in
+        return cast(list[LLMReply], replies)
 
-    async def _call(self, key: str, messages: Messages, semaphore: asyncio.Semaphore) -> LLMReply:
-        """One prompt, retried; it keeps its concurrency slot while backing off."""
+    def _adaptive_limit(self) -> tuple[AdaptiveLimit, asyncio.Semaphore]:
+        """The client's in-flight limit and its bound on prompts in progress, shared by all of its
+        `complete_many` calls at once (from several threads too: they all run on the one
+        background loop)."""
+        loop = asyncio.get_running_loop()
+        if self._limit is None or self._in_progress is None or self._limit_loop is not loop:
+            concurrency = self.config.max_concurrency
+            self._limit = AdaptiveLimit(concurrency)
+            self._in_progress = asyncio.Semaphore(CALLS_PER_SLOT * concurrency)
+            self._limit_loop = loop
+        return self._limit, self._in_progress
+
+    async def _call(self, key: str, messages: Messages, limit: AdaptiveLimit) -> LLMReply:
+        """One prompt under the retry policy; it holds an in-flight slot only while attempting."""
         config = self.config
         request = {
             "model": config.model,
@@ -398,65 +425,117 @@ class LLMClient:
             "timeout": config.timeout_s,
             "num_retries": 0,
         }
-        async with semaphore:
-            attempt = 0
-            while True:
-                if self.breaker.is_open:
-                    self.breaker.skipped += 1
-                    return self._failed(self.breaker.message, 0.0, attempt)
-                attempt += 1
-                self._count(calls=1, retries=int(attempt > 1))
-                started = time.perf_counter()
-                try:
-                    response = await _litellm().acompletion(**request)
-                    reply = self._from_response(response, _elapsed_ms(started), attempt)
-                except Exception as error:
-                    latency_ms = _elapsed_ms(started)
-                    description = self._describe(error)
-                    if self.breaker.record(description):
-                        logger.warning(
-                            "%s: %s; the rest of this step's prompts become error rows",
-                            config.model,
-                            self.breaker.message,
-                        )
-                    if attempt > config.max_retries or not is_retryable(error):
-                        if not self.breaker.is_open:
-                            logger.warning(
-                                "%s failed after %d attempt(s): %s",
-                                config.model,
-                                attempt,
-                                description,
-                            )
-                        return self._failed(description, latency_ms, attempt)
-                    delay = max(
-                        backoff_delay(attempt, config.backoff_base_s),
-                        min(MAX_BACKOFF_S, retry_after_s(error) or 0.0),
-                    )
-                    logger.info(
-                        "%s attempt %d failed, retrying in %.2fs: %s",
-                        config.model,
-                        attempt,
-                        delay,
-                        description,
-                    )
-                    await asyncio.sleep(delay)
-                    continue
-                self.breaker.record(None)
-                self._count(
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
-                    cost_usd=reply.cost_usd,
-                )
-                if self._cache is not None and reply.text is not None:
-                    cached = CachedReply(
-                        text=reply.text,
-                        prompt_tokens=reply.prompt_tokens,
-                        completion_tokens=reply.completion_tokens,
-                        cost_usd=reply.cost_usd,
-                        latency_ms=reply.latency_ms,
-                    )
-                    self._cache.put(key, cached, model=config.model)
-                return reply
+        epochs: list[int] = []
+        started: list[float] = []
+
+        async def attempt() -> LLMReply:
+            while self.breaker.probing:  # a half-open breaker's probe decides for all
+                await asyncio.sleep(PROBE_POLL_S)
+            async with limit.slot() as epoch:
+                self._refuse_if_stopped()
+                self._count(calls=1, retries=int(bool(epochs)))
+                epochs.append(epoch)
+                started.append(time.perf_counter())
+                response = await _litellm().acompletion(**request)
+                return self._from_response(response, _elapsed_ms(started[-1]), len(epochs))
+
+        def observe(error: BaseException, decision: Decision) -> None:
+            self._observe(error, decision, limit, epochs[-1] if epochs else None)
+
+        outcome = await retry_async(attempt, self._policy, observe)
+        if outcome.value is not None:
+            reply = outcome.value
+            limit.succeeded()
+            self.breaker.record_success()
+            self._record(key, reply)
+            return reply
+        return self._give_up(outcome, _elapsed_ms(started[-1]) if started else 0.0, len(epochs))
+
+    def _refuse_if_stopped(self) -> None:
+        """Raise `NotCalled` when the run's budget is spent or the breaker is open."""
+        if self.budget is not None and self.budget.exhausted:
+            self._count(budget_refused=1)
+            raise NotCalled(self.budget.refuse())
+        if not self.breaker.allow():
+            self._count(breaker_skipped=1)
+            raise NotCalled(self.breaker.message)
+
+    def _observe(
+        self, error: BaseException, decision: Decision, limit: AdaptiveLimit, epoch: int | None
+    ) -> None:
+        """Feed one failed attempt to the AIMD limit, the breaker, the counters and the log."""
+        if isinstance(error, NotCalled):
+            return
+        description = self._describe(error)
+        if decision.failure is FailureClass.RATE_LIMITED:
+            self._count(rate_limited=1)
+            if epoch is not None:
+                limit.rate_limited(epoch, decision.delay_s or 0.0)
+        if _is_timeout(error):
+            self._count(timeouts=1)
+        outage = decision.failure is FailureClass.CONNECTION_REFUSED or (
+            decision.delay_s is None and decision.failure is FailureClass.TRANSIENT
+        )
+        if outage:
+            opened = self.breaker.record_failure(description)
+        elif decision.failure is FailureClass.TRANSIENT:
+            opened = self.breaker.record_attempt_failure(description)
+        else:
+            self.breaker.record_answered()
+            opened = False
+        if opened:
+            logger.warning(
+                "%s: %s; prompts not sent yet become error rows until a probe after %gs succeeds",
+                self.config.model,
+                self.breaker.message,
+                self.config.breaker_cooldown_s,
+            )
+        if decision.delay_s is not None:
+            logger.info(
+                "%s attempt %d failed (%s), retrying in %.2fs: %s",
+                self.config.model,
+                decision.attempt,
+                decision.failure,
+                decision.delay_s,
+                description,
+            )
+        elif not self.breaker.is_open:
+            logger.warning(
+                "%s failed after %d attempt(s) (%s, %s): %s",
+                self.config.model,
+                decision.attempt,
+                decision.failure,
+                decision.reason,
+                description,
+            )
+
+    def _give_up(self, outcome: Attempted[LLMReply], latency_ms: float, attempts: int) -> LLMReply:
+        error = outcome.error
+        assert error is not None
+        description = str(error) if isinstance(error, NotCalled) else self._describe(error)
+        if outcome.reason == "rate-limit budget spent":
+            description = (
+                f"rate limited: still refused after {outcome.rate_limited} rate limit(s) waited "
+                f"out (rate_limit_budget_s={self.config.rate_limit_budget_s:g}): {description}"
+            )
+        return self._failed(description[:MAX_ERROR_CHARS], latency_ms, attempts)
+
+    def _record(self, key: str, reply: LLMReply) -> None:
+        """Count a successful reply's usage, charge the budget and cache it."""
+        self._count(
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cost_usd=reply.cost_usd,
+        )
+        if self._cache is not None and reply.text is not None:
+            cached = CachedReply(
+                text=reply.text,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                cost_usd=reply.cost_usd,
+                latency_ms=reply.latency_ms,
+            )
+            self._cache.put(key, cached, model=self.config.model)
 
     def _failed(self, error: str, latency_ms: float, attempts: int) -> LLMReply:
         return LLMReply(
@@ -477,15 +556,18 @@ class LLMClient:
             raise ValueError("the provider returned no message content")
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
-        if hidden.get("response_cost") is None:
+        price = hidden.get("response_cost")
+        if price is None:
             self._count_unpriced()
+        if self.budget is not None:
+            self.budget.charge(None if price is None else float(price))
         return LLMReply(
             text=text,
             error=None,
             latency_ms=latency_ms,
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cost_usd=float(hidden.get("response_cost") or 0.0),
+            cost_usd=float(price or 0.0),
             cached=False,
             attempts=attempts,
             model=self.config.model,
@@ -506,7 +588,12 @@ class LLMClient:
 
     def _describe(self, error: BaseException) -> str:
         """Error class and message, with the API key, every secret of the environment and
-        anything key-shaped redacted (`llm.secrets.redact`)."""
+        anything key-shaped redacted (`llm.secrets.redact`); any timeout reads
+        ``Timeout: no reply within <timeout_s> s``."""
+        if isinstance(error, AttemptTimeout):
+            return f"Timeout: no reply within {error.timeout_s:g} s"
+        if _is_timeout(error):
+            return f"Timeout: no reply within {self.config.timeout_s:g} s"
         name = type(error).__name__
         message = str(error).removeprefix(f"litellm.{name}: ")
         text = message if message.startswith(f"{name}: ") else f"{name}: {message}"
@@ -520,6 +607,11 @@ class LLMClient:
         with self._usage_lock:
             for name, amount in increments.items():
                 setattr(self.usage, name, getattr(self.usage, name) + amount)
+
+
+def _is_timeout(error: BaseException) -> bool:
+    """Whether an attempt failed for want of a reply in time (ours or litellm's timeout)."""
+    return isinstance(error, AttemptTimeout) or type(error).__name__ in TIMEOUT_ERRORS
 
 
 def _elapsed_ms(started: float) -> float:

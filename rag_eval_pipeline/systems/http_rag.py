@@ -41,13 +41,9 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.llm.client import (
-    MAX_BACKOFF_S,
-    MAX_ERROR_CHARS,
-    CircuitBreaker,
-    backoff_delay,
-    retry_after_s,
-)
+from rag_eval_pipeline.llm.breaker import CircuitBreaker
+from rag_eval_pipeline.llm.client import MAX_ERROR_CHARS
+from rag_eval_pipeline.llm.failures import MAX_BACKOFF_S, backoff_delay, retry_after_s
 from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.systems.http_config import (
@@ -137,7 +133,8 @@ class HttpRag:
         self.selectors = config.compiled_selectors()
         self.policy = RetryPolicy(config.max_retries, config.backoff_base_s)
         self.usage = HttpUsage()
-        self.breaker = CircuitBreaker(config.breaker_failures)
+        failures = config.breaker_failures  # in a row: every one of the last `failures` calls
+        self.breaker = CircuitBreaker(max(1, failures), failures, 1.0)
         self._lock = threading.Lock()
 
     def answer(self, queries: pd.DataFrame) -> pd.DataFrame:
@@ -191,8 +188,7 @@ class HttpRag:
         attempt = 0
         while True:
             with self._lock:
-                if self.breaker.is_open:
-                    self.breaker.skipped += 1
+                if not self.breaker.allow():
                     return self._redact(self.breaker.message)
                 self.usage.calls += 1
                 self.usage.retries += int(attempt > 0)
@@ -202,7 +198,11 @@ class HttpRag:
             latency_ms = (time.perf_counter() - started) * 1000
             failure = outcome if isinstance(outcome, CallFailure) else None
             with self._lock:
-                opened = self.breaker.record(None if failure is None else failure.message)
+                if failure is None:
+                    self.breaker.record_success()
+                    opened = False
+                else:
+                    opened = self.breaker.record_failure(failure.message)
             if opened:
                 logger.warning("%s: %s", self.name, self._redact(self.breaker.message))
             if failure is None:

@@ -9,6 +9,7 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, ResultCacheResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.comparison import (
@@ -68,6 +69,7 @@ def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="8_comparison",
     kinds={"pandas", "parquet"},

@@ -8,6 +8,7 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.defs.tier3_e2e.assets import TIER as E2E_TIER
@@ -49,6 +50,7 @@ class JudgeReliabilityConfig(Config):
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="5_judges",
     kinds={"pandas", "parquet"},
@@ -99,6 +101,7 @@ def judge_reliability(
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="5_judges",
     kinds={"pandas", "parquet"},
@@ -162,6 +165,7 @@ class JudgeCorrectedConfig(Config):
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="5_judges",
     kinds={"pandas", "parquet"},

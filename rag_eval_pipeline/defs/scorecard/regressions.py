@@ -13,6 +13,7 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import (
     BaselineResource,
     EmbedderResource,
@@ -76,6 +77,7 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="7_scorecard",
     kinds={"pandas", "parquet"},

@@ -7,6 +7,7 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.answer_scores import score_answers
@@ -25,6 +26,7 @@ GENERATION_OUTPUT = ["system", "query_id", "question", "ground_truth_answer", "c
 
 
 @asset(
+    pool=LLM_GENERATOR_POOL,
     partitions_def=evaluation_partitions,
     group_name="3_generation",
     kinds={"pandas", "parquet"},
@@ -59,6 +61,7 @@ def ideal_context_generations(
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="3_generation",
     kinds={"pandas", "parquet"},

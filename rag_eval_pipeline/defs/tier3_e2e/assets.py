@@ -11,6 +11,7 @@ from rag_eval_pipeline.defs.llm_metadata import (
 )
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.answer_scores import score_answers
@@ -36,6 +37,7 @@ E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GRO
 
 
 @asset(
+    pool=LLM_GENERATOR_POOL,
     partitions_def=evaluation_partitions,
     group_name="4_end_to_end",
     kinds={"pandas", "parquet"},
@@ -113,6 +115,7 @@ def e2e_generations(
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="4_end_to_end",
     kinds={"pandas", "parquet"},

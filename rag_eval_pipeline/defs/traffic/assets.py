@@ -18,6 +18,7 @@ from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.generation import (
@@ -144,6 +145,7 @@ def traffic_metrics(
 
 
 @asset(
+    pool=LLM_JUDGE_POOL,
     partitions_def=evaluation_partitions,
     group_name="6_traffic",
     kinds={"pandas", "parquet"},

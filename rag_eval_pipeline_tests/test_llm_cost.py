@@ -1,0 +1,175 @@
+"""Cost before and during a run: the estimate that calls nothing, and the run's spending cap.
+
+Against the real loopback server (which must see no request for an estimate), litellm's real
+token counter and cost map (a test model registered with a price, and one without).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import litellm
+import pytest
+from dagster import DagsterInstance
+
+from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage
+from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.llm.budget import MAX_COST_ENV, CostBudget, max_cost_from_env
+from rag_eval_pipeline.llm.client import LLMClient
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
+from rag_eval_pipeline.storage.warehouse import WarehouseStore
+from rag_eval_pipeline_tests.conftest import materialize_demo_assets
+from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_llm_client import ask, make_client
+
+PRICED = "openai/test-judge-costed"
+INPUT_PRICE, OUTPUT_PRICE = 2e-6, 8e-6
+
+
+@pytest.fixture(autouse=True)
+def priced_model() -> None:
+    litellm.register_model(
+        {
+            PRICED: {
+                "input_cost_per_token": INPUT_PRICE,
+                "output_cost_per_token": OUTPUT_PRICE,
+                "litellm_provider": "openai",
+                "mode": "chat",
+            }
+        }
+    )
+
+
+def test_estimate_counts_uncached_prompts_tokens_and_price_without_calling(
+    tmp_path: Path,
+) -> None:
+    with run_openai_server() as server:
+        warm = make_client(server, model=PRICED, cache_dir=tmp_path, max_tokens=20)
+        warm.complete_many([ask("cached 0"), ask("cached 1")])
+        server.reset()
+        estimate = PromptEstimate()
+        client = LLMClient(warm.config, estimate=estimate, role="judge")
+        prompts = [ask("cached 0"), ask("cached 1"), ask("new 0"), ask("new 1"), ask("new 1")]
+        replies = client.complete_many(prompts)
+        assert server.request_count == 0
+    new = [ask("new 0"), ask("new 1")]
+    tokens = sum(litellm.token_counter(model=PRICED, messages=m) for m in new)
+    (counted,) = estimate.models.values()
+    assert (counted.role, counted.model) == ("judge", PRICED)
+    assert (counted.uncached, counted.cached) == (2, 3)  # two cache hits, one duplicate
+    assert counted.prompt_tokens == tokens and counted.max_completion_tokens == 2 * 20
+    assert counted.input_cost_usd == pytest.approx(tokens * INPUT_PRICE)
+    assert counted.max_output_cost_usd == pytest.approx(40 * OUTPUT_PRICE)
+    assert estimate.max_cost_usd == pytest.approx(tokens * INPUT_PRICE + 40 * OUTPUT_PRICE)
+    assert [r.text for r in replies[2:]] == [stand_in_text(20)] * 3
+    assert replies[0].cached and client.usage.calls == 0
+    # Nothing of the estimate was cached: a real client still finds only the two warm prompts.
+    assert len(client.uncached(prompts)) == 2
+
+
+def test_a_model_without_price_is_unknown_not_free(tmp_path: Path) -> None:
+    estimate = PromptEstimate()
+    with run_openai_server() as server:
+        client = LLMClient(make_client(server).config, estimate=estimate, role="generator")
+        client.complete_many([ask("what does this cost?")])
+    (counted,) = estimate.models.values()
+    assert counted.uncached == 1 and counted.prompt_tokens > 0
+    assert counted.input_cost_usd is None and estimate.max_cost_usd is None
+    assert estimate.lines()[-1] == "total: <= unknown"
+
+
+def test_spent_budget_turns_the_remaining_prompts_into_error_rows() -> None:
+    with run_openai_server() as server:
+        probe = make_client(server, model=PRICED)
+        one_call = probe.complete(ask("q 0")).cost_usd
+        server.reset()
+        budget = CostBudget(limit_usd=2.5 * one_call)
+        client = LLMClient(make_client(server, model=PRICED, max_concurrency=1).config, budget)
+        replies = client.complete_many([ask(f"q {i}") for i in range(10)])
+    answered = [r for r in replies if r.error is None]
+    refused = [r for r in replies if r.error is not None]
+    assert len(answered) == 3 == server.request_count  # the third call crossed the limit
+    assert all(r.error.startswith("budget exhausted: ") for r in refused)
+    assert MAX_COST_ENV in refused[0].error
+    assert budget.refused == client.usage.budget_refused == 7
+    assert budget.spent_usd == pytest.approx(3 * one_call)
+
+
+def test_max_cost_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_COST_ENV, raising=False)
+    assert max_cost_from_env() is None
+    monkeypatch.setenv(MAX_COST_ENV, "1.50")
+    assert max_cost_from_env() == 1.5
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv(MAX_COST_ENV, bad)
+        with pytest.raises(ValueError, match=MAX_COST_ENV):
+            max_cost_from_env()
+
+
+def test_run_cost_and_exhausted_budget_reach_the_run_summary(
+    tmp_path: Path,
+    embedder: Embedder,
+    dagster_instance: DagsterInstance,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(MAX_COST_ENV, "0.0005")
+    with run_openai_server() as server:
+        judge = LLMResource(
+            model=PRICED,
+            api_base=server.base_url,
+            api_key="sk-test",
+            cache_dir=str(tmp_path / "llm-cache"),
+            max_concurrency=2,
+        )
+        result = materialize_demo_assets(
+            dagster_instance,
+            tmp_path,
+            embedder,
+            {"golden_dataset", "ideal_context_generations", "generation_judgments"},
+            judge_llm=judge,
+        )
+        requests = server.request_count
+    assert result.success
+    usage = run_llm_usage(dagster_instance, result.run_id)
+    refused = int(usage["budget_refused"].sum())
+    assert usage["calls"].sum() == requests > 0 and refused > 0
+    # Calls already in flight (at most max_concurrency) when the limit was crossed still land.
+    assert usage["cost_usd"].sum() >= 0.0005 and requests <= 6
+    metadata = result.asset_materializations_for_node("generation_judgments")[0].metadata
+    assert metadata["judge_budget_refused"].value == refused
+    summary = partition_summary(
+        dagster_instance,
+        WarehouseStore(str(tmp_path / "warehouse")),
+        "demo-v1",
+        "2026-11-20",
+        result.run_id,
+        regressions_selected=False,
+    )
+    assert summary.needs_look and "budget exhausted" in summary.verdict
+    assert any(line.startswith("  LLM: ") and ", $0." in line for line in summary.lines)
+    assert any("budget exhausted: " in line for line in summary.lines)
+
+
+def test_estimate_command_calls_nothing_and_keeps_no_result(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rag-eval estimate` with a judge at a live loopback server: the server sees no request,
+    the judge's prompts are priced, and the result cache gains nothing made of stand-ins."""
+    from rag_eval_pipeline.cli import main
+    from rag_eval_pipeline.defs.resources import ResultCacheResource
+
+    results = Path(ResultCacheResource().directory)
+    before = set(results.glob("*")) if results.exists() else set()
+    with run_openai_server() as server:
+        monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", PRICED)
+        monkeypatch.setenv("RAG_EVAL_JUDGE_API_BASE", server.base_url)
+        monkeypatch.delenv("RAG_EVAL_GENERATOR_MODEL", raising=False)
+        code = main(["estimate", "--dataset-version", "demo-v1", "--date", "2026-11-20"])
+        assert server.request_count == 0
+    output = capsys.readouterr().out
+    assert code == 0, output
+    (judge_line,) = [line for line in output.splitlines() if line.startswith(f"  judge {PRICED}")]
+    assert "uncached prompt(s)" in judge_line and "unknown" not in judge_line
+    assert output.splitlines()[-1].startswith("  total: <= $")
+    assert (set(results.glob("*")) if results.exists() else set()) == before
