@@ -1,13 +1,17 @@
-"""Whole-pipeline timing: cold run vs warm re-run of the same partition vs a new date.
+"""Whole-pipeline timing: cold run vs warm re-run of the same partition vs a new date, and the
+forced re-run on each instance storage: Dagster's stock SQLite and PostgreSQL.
 
 Runs `rag-eval run` (every asset, every shipped dataset version, offline defaults) in fresh
 processes against temporary Dagster instances (the shipped `dagster.yaml`: Dagster's stock
 SQLite storage), warehouses and caches:
 1. cold: empty embedding, judge and result caches;
 2. warm: the same partitions again (skipped: fingerprint unchanged);
-3. warm, forced: the same partitions materialized again with `--force`;
-4. warm, forced, pooled storage: the same on an instance from the opt-in
-   `deploy/dagster.pooled-sqlite.yaml` (same caches and warehouse);
+3. warm, forced: the same partitions materialized again with `--force`, on SQLite, then on an
+   instance from the shipped `deploy/dagster.postgres.yaml` on a PostgreSQL 16 server started
+   for the benchmark (`pgserver`, unix socket; same caches and warehouse; its schema created and
+   the versions registered beforehand, untimed);
+4. the same forced re-run with every version in its own process side by side (`--parallel`),
+   on SQLite and on PostgreSQL;
 5. new date: the next day's partitions on unchanged data;
 6. new date through the daemon: the day after's partitions as the UI, a schedule, a sensor or a
    backfill runs them: a `dagster job backfill` queues one run per partition and a running
@@ -28,6 +32,7 @@ date costs before a single metric is computed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -35,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -140,21 +146,58 @@ def backfill_span(dagster_home: Path, runs: int) -> float:
     raise TimeoutError(f"the daemon did not finish {runs} run(s) in {DAEMON_TIMEOUT_S}s")
 
 
+@contextlib.contextmanager
+def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[dict[str, str]]:
+    """The environment of `env`'s deployment with its Dagster instance on PostgreSQL instead:
+    the shipped `deploy/dagster.postgres.yaml` in a new DAGSTER_HOME under `root` (created),
+    on a PostgreSQL server started in `root` for the duration (pgserver; its unix socket named
+    in libpq's PGHOST), its schema created and the versions registered by a `rag-eval run`
+    of golden_dataset on DAY1."""
+    import pgserver
+
+    root.mkdir()
+    server = pgserver.get_server(root / "pgdata", cleanup_mode="delete")
+    try:
+        home = root / "dagster_home"
+        home.mkdir()
+        shutil.copy(PROJECT_ROOT / "deploy" / "dagster.postgres.yaml", home / "dagster.yaml")
+        postgres_env = {
+            **env,
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_USERNAME": "postgres",
+            "DAGSTER_PG_PASSWORD": "",
+            "DAGSTER_PG_HOST": "",
+            "DAGSTER_PG_DB": "postgres",
+            "PGHOST": str(server.get_postmaster_info().socket_dir),
+        }
+        command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", DAY1]
+        wall_seconds([*command, "--select", "key:golden_dataset"], postgres_env)
+        yield postgres_env
+    finally:
+        server.cleanup()
+
+
 def measure(root: Path, versions: list[str]) -> tuple[dict[str, float], list[int]]:
     """One round of every run on fresh deployments under `root`: wall seconds per run, and the
     texts the corpus_embeddings materializations embedded."""
     env = deployment(root / "stock")
-    pooled_env = {**env, "DAGSTER_HOME": str(root / "pooled_home")}
-    Path(pooled_env["DAGSTER_HOME"]).mkdir()
-    shutil.copy(
-        PROJECT_ROOT / "deploy" / "dagster.pooled-sqlite.yaml",
-        Path(pooled_env["DAGSTER_HOME"]) / "dagster.yaml",
-    )
+    side_by_side = ("--force", "--parallel", str(len(versions)))
     timings = {
         "cold (empty caches)": run_cli(env, versions, DAY1),
         "warm (same partitions)": run_cli(env, versions, DAY1),
-        "warm, forced (--force)": run_cli(env, versions, DAY1, "--force"),
-        "warm, forced, pooled storage (opt-in)": run_cli(pooled_env, versions, DAY1, "--force"),
+    }
+    with postgres_deployment(env, root / "postgres") as postgres_env:
+        timings |= {
+            "warm, forced (--force), SQLite": run_cli(env, versions, DAY1, "--force"),
+            "warm, forced (--force), PostgreSQL": run_cli(postgres_env, versions, DAY1, "--force"),
+            "warm, forced, side by side (--parallel), SQLite": run_cli(
+                env, versions, DAY1, *side_by_side
+            ),
+            "warm, forced, side by side (--parallel), PostgreSQL": run_cli(
+                postgres_env, versions, DAY1, *side_by_side
+            ),
+        }
+    timings |= {
         "new date, unchanged data": run_cli(env, versions, DAY2),
         DAEMON_PATH: daemon_backfill(env, versions, DAY3),
         "Dagster floor (no-op steps)": floor_run(env, versions, DAY4),

@@ -62,7 +62,7 @@ from rag_eval_pipeline_tests.test_run_ownership import (
 )
 
 POSTGRES_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.postgres.yaml"
-BACKFILL_DATES = [f"2026-11-{day}" for day in range(14, 20)]
+BACKFILL_DATES = [f"2026-11-{day}" for day in range(15, 20)]  # one more than run at once
 MAX_CONCURRENT_RUNS = 4
 
 
