@@ -11,7 +11,9 @@ SQLite storage), warehouses and caches:
    for the benchmark (`pgserver`, unix socket; same caches and warehouse; its schema created and
    the versions registered beforehand, untimed);
 4. the same forced re-run with every version in its own process side by side (`--parallel`),
-   on SQLite and on PostgreSQL;
+   on SQLite and on PostgreSQL; for these four runs also the CPU seconds (user + system) of
+   the `rag-eval` processes and, on PostgreSQL, of the server's processes, which a loaded
+   machine distorts much less than wall time;
 5. new date: the next day's partitions on unchanged data;
 6. new date through the daemon: the day after's partitions as the UI, a schedule, a sensor or a
    backfill runs them: a `dagster job backfill` queues one run per partition and a running
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -65,6 +68,25 @@ def run_cli(env: dict[str, str], versions: list[str], day: str, *extra: str) -> 
     for version in versions:
         command += ["--dataset-version", version]
     return wall_seconds(command, env)
+
+
+def cpu_seconds(server_pid: int | None = None) -> float:
+    """CPU seconds (user + system) used so far by the processes this one has waited for and,
+    given a PostgreSQL server's pid, by the server (its live processes, and the backends it has
+    waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    if server_pid is not None:
+        import psutil
+
+        time.sleep(0.5)  # the backends of the connections just closed exit
+        server = psutil.Process(server_pid)
+        total += sum(server.cpu_times())
+        for process in server.children():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                times = process.cpu_times()
+                total += times.user + times.system
+    return total
 
 
 def floor_run(env: dict[str, str], versions: list[str], day: str) -> float:
@@ -147,8 +169,9 @@ def backfill_span(dagster_home: Path, runs: int) -> float:
 
 
 @contextlib.contextmanager
-def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[dict[str, str]]:
-    """The environment of `env`'s deployment with its Dagster instance on PostgreSQL instead:
+def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[tuple[dict[str, str], int]]:
+    """The environment of `env`'s deployment with its Dagster instance on PostgreSQL instead,
+    and the server's pid:
     the shipped `deploy/dagster.postgres.yaml` in a new DAGSTER_HOME under `root` (created),
     on a PostgreSQL server started in `root` for the duration (pgserver; its unix socket named
     in libpq's PGHOST), its schema created and the versions registered by a `rag-eval run`
@@ -172,37 +195,44 @@ def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[dict[str, s
         }
         command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", DAY1]
         wall_seconds([*command, "--select", "key:golden_dataset"], postgres_env)
-        yield postgres_env
+        yield postgres_env, server.get_pid()
     finally:
         server.cleanup()
 
 
-def measure(root: Path, versions: list[str]) -> tuple[dict[str, float], list[int]]:
-    """One round of every run on fresh deployments under `root`: wall seconds per run, and the
-    texts the corpus_embeddings materializations embedded."""
+def measure(
+    root: Path, versions: list[str]
+) -> tuple[dict[str, float], dict[str, float], list[int]]:
+    """One round of every run on fresh deployments under `root`: wall seconds per run, CPU
+    seconds of the forced re-runs on each instance storage, and the texts the corpus_embeddings
+    materializations embedded."""
     env = deployment(root / "stock")
-    side_by_side = ("--force", "--parallel", str(len(versions)))
     timings = {
         "cold (empty caches)": run_cli(env, versions, DAY1),
         "warm (same partitions)": run_cli(env, versions, DAY1),
     }
-    with postgres_deployment(env, root / "postgres") as postgres_env:
-        timings |= {
-            "warm, forced (--force), SQLite": run_cli(env, versions, DAY1, "--force"),
-            "warm, forced (--force), PostgreSQL": run_cli(postgres_env, versions, DAY1, "--force"),
-            "warm, forced, side by side (--parallel), SQLite": run_cli(
-                env, versions, DAY1, *side_by_side
+    cpu = {}
+    with postgres_deployment(env, root / "postgres") as (postgres_env, server_pid):
+        for how, extra in [
+            ("warm, forced (--force)", ["--force"]),
+            (
+                "warm, forced, side by side (--parallel)",
+                ["--force", "--parallel", str(len(versions))],
             ),
-            "warm, forced, side by side (--parallel), PostgreSQL": run_cli(
-                postgres_env, versions, DAY1, *side_by_side
-            ),
-        }
+        ]:
+            for storage, storage_env, pid in [
+                ("SQLite", env, None),
+                ("PostgreSQL", postgres_env, server_pid),
+            ]:
+                before = cpu_seconds(pid)
+                timings[f"{how}, {storage}"] = run_cli(storage_env, versions, DAY1, *extra)
+                cpu[f"{how}, {storage}"] = cpu_seconds(pid) - before
     timings |= {
         "new date, unchanged data": run_cli(env, versions, DAY2),
         DAEMON_PATH: daemon_backfill(env, versions, DAY3),
         "Dagster floor (no-op steps)": floor_run(env, versions, DAY4),
     }
-    return timings, embedded_texts(Path(env["DAGSTER_HOME"]))
+    return timings, cpu, embedded_texts(Path(env["DAGSTER_HOME"]))
 
 
 def main() -> None:
@@ -221,19 +251,23 @@ def main() -> None:
     )
     args = parser.parse_args()
     versions = args.dataset_version or ["demo-v1", "demo-v2", "scifact-test"]
-    rounds = []
+    rounds, cpu_rounds = [], []
+    load_before = os.getloadavg()[1]
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
-            timings, embedded = measure(Path(tmp), versions)
+            timings, cpu, embedded = measure(Path(tmp), versions)
         rounds.append(timings)
+        cpu_rounds.append(cpu)
     table = (
         pd.DataFrame(rounds)
         .agg(["min", "max"])
         .T.rename(columns={"min": "wall_s", "max": "slowest_round_s"})
     )
+    table["cpu_s"] = pd.DataFrame(cpu_rounds).min()
     cold = float(table["wall_s"].iloc[0])
     table["vs_cold"] = table["wall_s"] / cold
     print(f"versions: {', '.join(versions)}; {args.repeat} round(s), fastest shown")
+    print(f"load average (5 min) before: {load_before:.1f}, after: {os.getloadavg()[1]:.1f}")
     print(
         table.rename_axis("run").reset_index().to_string(index=False, float_format="{:.2f}".format)
     )

@@ -82,10 +82,9 @@ def postgres_socket_dir() -> Iterator[Path]:
 
 @dataclass(frozen=True)
 class Deployment:
-    """A data folder with one dataset version, and where the instance lives."""
+    """A data folder with one dataset version; the Dagster homes go in it too."""
 
     data_dir: Path
-    database: str
 
     def home(self, name: str, max_concurrent_runs: int | None = None) -> Path:
         """A DAGSTER_HOME holding the shipped PostgreSQL dagster.yaml (its run queue limit
@@ -124,7 +123,7 @@ def deployment(
     }.items():
         monkeypatch.setenv(name, value)
     shutil.copytree(DATASETS_DIR / VERSION, tmp_path / "datasets" / VERSION)
-    return Deployment(tmp_path, database)
+    return Deployment(tmp_path)
 
 
 def test_the_shipped_file_reaches_a_tcp_host_through_psycopg2(
