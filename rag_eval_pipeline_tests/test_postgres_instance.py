@@ -48,7 +48,6 @@ from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
     deployment_env,
-    rag_eval,
     stop_process_group,
 )
 from rag_eval_pipeline_tests.test_run_ownership import (
@@ -149,19 +148,26 @@ def test_the_shipped_file_reaches_a_tcp_host_through_psycopg2(
     assert (url.username, url.password) == ("dagster", "p@ss:w/rd")
 
 
-def golden_dataset_run(home: Path, data_dir: Path, day: str) -> subprocess.Popen[str]:
-    """`rag-eval run` of demo-v1's golden_dataset on `day` from `home`, started, not awaited."""
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
-            *("--dataset-version", VERSION, "--date", day, "--select", "key:golden_dataset"),
-        ],
-        env=deployment_env(data_dir, home),
-        cwd=data_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def golden_dataset_side_by_side(data_dir: Path, homes: list[Path], days: list[str]) -> list[str]:
+    """`rag-eval run` of demo-v1's golden_dataset on each of `days`, each from its home in
+    `homes`, all at once; fails unless each exits 0; their outputs."""
+    clis = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
+                *("--dataset-version", VERSION, "--date", day, "--select", "key:golden_dataset"),
+            ],
+            env=deployment_env(data_dir, home),
+            cwd=data_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home, day in zip(homes, days, strict=True)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0] * len(clis), outputs
+    return outputs
 
 
 def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
@@ -170,9 +176,7 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
     data_dir = deployment.data_dir
     homes = [deployment.home("home-a"), deployment.home("home-b")]
     days = ["2026-11-20", "2026-11-21"]
-    clis = [golden_dataset_run(home, data_dir, day) for home, day in zip(homes, days, strict=True)]
-    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
-    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    outputs = golden_dataset_side_by_side(data_dir, homes, days)
     assert all("materializing" in output for output in outputs), outputs
 
     monkeypatch.setenv("DAGSTER_HOME", str(homes[0]))
@@ -183,14 +187,10 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
     assert {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
     assert materialized == {str(evaluation_partition_key(VERSION, day)) for day in days}
 
-    for home, other_day in zip(homes, reversed(days), strict=True):
-        stdout = rag_eval(
-            data_dir,
-            home,
-            *("run", "--dataset-version", VERSION, "--date", other_day),
-            *("--select", "key:golden_dataset"),
-        )
-        assert f"{VERSION}|{other_day} is up to date" in stdout, stdout
+    swapped = days[::-1]
+    outputs = golden_dataset_side_by_side(data_dir, homes, swapped)
+    for output, other_day in zip(outputs, swapped, strict=True):
+        assert f"{VERSION}|{other_day} is up to date" in output, output
 
 
 def add_golden_dataset_backfill(instance: DagsterInstance, days: list[str]) -> str:
