@@ -12,8 +12,8 @@ SQLite storage), warehouses and caches:
    the versions registered beforehand, untimed);
 4. the same forced re-run with every version in its own process side by side (`--parallel`),
    on SQLite and on PostgreSQL; for these four runs also the CPU seconds (user + system) of
-   the `rag-eval` processes and, on PostgreSQL, of the server's processes, which a loaded
-   machine distorts much less than wall time;
+   the `rag-eval` processes (`cpu_s`) and of the PostgreSQL server (`server_cpu_s`), which a
+   loaded machine distorts much less than wall time;
 5. new date: the next day's partitions on unchanged data;
 6. new date through the daemon: the day after's partitions as the UI, a schedule, a sensor or a
    backfill runs them: a `dagster job backfill` queues one run per partition and a running
@@ -70,22 +70,27 @@ def run_cli(env: dict[str, str], versions: list[str], day: str, *extra: str) -> 
     return wall_seconds(command, env)
 
 
-def cpu_seconds(server_pid: int | None = None) -> float:
-    """CPU seconds (user + system) used so far by the processes this one has waited for and,
-    given a PostgreSQL server's pid, by the server (its live processes, and the backends it has
-    waited for)."""
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by the processes this one has waited for."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = usage.ru_utime + usage.ru_stime
-    if server_pid is not None:
-        import psutil
+    return usage.ru_utime + usage.ru_stime
 
-        time.sleep(0.5)  # the backends of the connections just closed exit
-        server = psutil.Process(server_pid)
-        total += sum(server.cpu_times())
-        for process in server.children():
-            with contextlib.suppress(psutil.NoSuchProcess):
-                times = process.cpu_times()
-                total += times.user + times.system
+
+def server_cpu_seconds(server_pid: int | None) -> float:
+    """CPU seconds (user + system) used so far by the PostgreSQL server `server_pid` (its live
+    processes, and the backends it has waited for); 0 without a server."""
+    if server_pid is None:
+        return 0.0
+    import psutil
+
+    time.sleep(0.5)  # the backends of the connections just closed exit
+    server = psutil.Process(server_pid)
+    times = server.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for process in server.children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
     return total
 
 
@@ -202,16 +207,17 @@ def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[tuple[dict[
 
 def measure(
     root: Path, versions: list[str]
-) -> tuple[dict[str, float], dict[str, float], list[int]]:
+) -> tuple[dict[str, float], dict[str, dict[str, float]], list[int]]:
     """One round of every run on fresh deployments under `root`: wall seconds per run, CPU
-    seconds of the forced re-runs on each instance storage, and the texts the corpus_embeddings
+    seconds of the forced re-runs on each instance storage (`cpu_s`: the `rag-eval` processes;
+    `server_cpu_s`: the PostgreSQL server), and the texts the corpus_embeddings
     materializations embedded."""
     env = deployment(root / "stock")
     timings = {
         "cold (empty caches)": run_cli(env, versions, DAY1),
         "warm (same partitions)": run_cli(env, versions, DAY1),
     }
-    cpu = {}
+    cpu: dict[str, dict[str, float]] = {"cpu_s": {}, "server_cpu_s": {}}
     with postgres_deployment(env, root / "postgres") as (postgres_env, server_pid):
         for how, extra in [
             ("warm, forced (--force)", ["--force"]),
@@ -224,9 +230,11 @@ def measure(
                 ("SQLite", env, None),
                 ("PostgreSQL", postgres_env, server_pid),
             ]:
-                before = cpu_seconds(pid)
-                timings[f"{how}, {storage}"] = run_cli(storage_env, versions, DAY1, *extra)
-                cpu[f"{how}, {storage}"] = cpu_seconds(pid) - before
+                run = f"{how}, {storage}"
+                client, server = cpu_seconds(), server_cpu_seconds(pid)
+                timings[run] = run_cli(storage_env, versions, DAY1, *extra)
+                cpu["cpu_s"][run] = cpu_seconds() - client
+                cpu["server_cpu_s"][run] = server_cpu_seconds(pid) - server
     timings |= {
         "new date, unchanged data": run_cli(env, versions, DAY2),
         DAEMON_PATH: daemon_backfill(env, versions, DAY3),
@@ -263,7 +271,8 @@ def main() -> None:
         .agg(["min", "max"])
         .T.rename(columns={"min": "wall_s", "max": "slowest_round_s"})
     )
-    table["cpu_s"] = pd.DataFrame(cpu_rounds).min()
+    for column in ("cpu_s", "server_cpu_s"):
+        table[column] = pd.DataFrame([cpu[column] for cpu in cpu_rounds]).min()
     cold = float(table["wall_s"].iloc[0])
     table["vs_cold"] = table["wall_s"] / cold
     print(f"versions: {', '.join(versions)}; {args.repeat} round(s), fastest shown")
