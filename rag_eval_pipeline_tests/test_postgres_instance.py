@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +35,6 @@ from dagster import (
     RunsFilter,
 )
 from dagster._config import process_config
-from dagster._core.execution.backfill import PartitionBackfill
-from dagster._core.utils import make_new_backfill_id
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.utils import pg_url_from_config
 from sqlalchemy.engine import make_url
@@ -48,6 +45,7 @@ from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
     deployment_env,
+    request_asset_backfill,
     stop_process_group,
 )
 from rag_eval_pipeline_tests.test_run_ownership import (
@@ -193,25 +191,6 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
         assert f"{VERSION}|{other_day} is up to date" in output, output
 
 
-def add_golden_dataset_backfill(instance: DagsterInstance, days: list[str]) -> str:
-    """Request a backfill of demo-v1's golden_dataset on `days` (as the UI does); its id."""
-    backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id=make_new_backfill_id(),
-        asset_graph=defs.resolve_asset_graph(),
-        partition_names=[str(evaluation_partition_key(VERSION, day)) for day in days],
-        asset_selection=[AssetKey("golden_dataset")],
-        backfill_timestamp=time.time(),
-        tags={},
-        dynamic_partitions_store=instance,
-        all_partitions=False,
-        title="postgres instance test",
-        description=None,
-        run_config=None,
-    )
-    instance.add_backfill(backfill)
-    return backfill.backfill_id
-
-
 def most_runs_at_once(instance: DagsterInstance, records: list[RunRecord]) -> int:
     """The largest number of `records`' runs in progress at the same moment, as the run queue
     counts them: from the queue's launch (RUN_STARTING) to the run's end."""
@@ -232,11 +211,16 @@ def test_the_daemon_fails_a_killed_run_and_runs_a_backfill_four_at_a_time(
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     orphan = run_killed_mid_step(data_dir, home)
     with DagsterInstance.get() as instance:
-        backfill_id = add_golden_dataset_backfill(instance, BACKFILL_DATES)
+        keys = [str(evaluation_partition_key(VERSION, day)) for day in BACKFILL_DATES]
+        backfill = request_asset_backfill(
+            instance, defs.resolve_asset_graph(), keys, ["golden_dataset"]
+        )
 
     def backfill_runs_ended() -> list[RunRecord]:
         with DagsterInstance.get() as instance:
-            records = instance.get_run_records(RunsFilter(tags={"dagster/backfill": backfill_id}))
+            records = instance.get_run_records(
+                RunsFilter(tags={"dagster/backfill": backfill.backfill_id})
+            )
         ended = [record for record in records if record.end_time is not None]
         orphan_ended = run_status(orphan.run_id) != DagsterRunStatus.STARTED
         return ended if len(ended) == len(BACKFILL_DATES) and orphan_ended else []
