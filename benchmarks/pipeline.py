@@ -1,13 +1,19 @@
-"""Whole-pipeline timing: cold run vs warm re-run of the same partition vs a new date.
+"""Whole-pipeline timing: cold run vs warm re-run of the same partition vs a new date, and the
+forced re-run on each instance storage: Dagster's stock SQLite and PostgreSQL.
 
 Runs `rag-eval run` (every asset, every shipped dataset version, offline defaults) in fresh
 processes against temporary Dagster instances (the shipped `dagster.yaml`: Dagster's stock
 SQLite storage), warehouses and caches:
 1. cold: empty embedding, judge and result caches;
 2. warm: the same partitions again (skipped: fingerprint unchanged);
-3. warm, forced: the same partitions materialized again with `--force`;
-4. warm, forced, pooled storage: the same on an instance from the opt-in
-   `deploy/dagster.pooled-sqlite.yaml` (same caches and warehouse);
+3. warm, forced: the same partitions materialized again with `--force`, on SQLite, then on an
+   instance from the shipped `deploy/dagster.postgres.yaml` on a PostgreSQL 16 server started
+   for the benchmark (`pgserver`, unix socket; same caches and warehouse; its schema created and
+   the versions registered beforehand, untimed);
+4. the same forced re-run with every version in its own process side by side (`--parallel`),
+   on SQLite and on PostgreSQL; for these four runs also the CPU seconds (user + system) of
+   the `rag-eval` processes (`cpu_s`) and of the PostgreSQL server (`server_cpu_s`), which a
+   loaded machine distorts much less than wall time;
 5. new date: the next day's partitions on unchanged data;
 6. new date through the daemon: the day after's partitions as the UI, a schedule, a sensor or a
    backfill runs them: a `dagster job backfill` queues one run per partition and a running
@@ -28,13 +34,16 @@ date costs before a single metric is computed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import resource
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +68,30 @@ def run_cli(env: dict[str, str], versions: list[str], day: str, *extra: str) -> 
     for version in versions:
         command += ["--dataset-version", version]
     return wall_seconds(command, env)
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by the processes this one has waited for."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def server_cpu_seconds(server_pid: int | None) -> float:
+    """CPU seconds (user + system) used so far by the PostgreSQL server `server_pid` (its live
+    processes, and the backends it has waited for); 0 without a server."""
+    if server_pid is None:
+        return 0.0
+    import psutil
+
+    time.sleep(0.5)  # the backends of the connections just closed exit
+    server = psutil.Process(server_pid)
+    times = server.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for process in server.children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = process.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def floor_run(env: dict[str, str], versions: list[str], day: str) -> float:
@@ -140,26 +173,74 @@ def backfill_span(dagster_home: Path, runs: int) -> float:
     raise TimeoutError(f"the daemon did not finish {runs} run(s) in {DAEMON_TIMEOUT_S}s")
 
 
-def measure(root: Path, versions: list[str]) -> tuple[dict[str, float], list[int]]:
-    """One round of every run on fresh deployments under `root`: wall seconds per run, and the
-    texts the corpus_embeddings materializations embedded."""
+@contextlib.contextmanager
+def postgres_deployment(env: dict[str, str], root: Path) -> Iterator[tuple[dict[str, str], int]]:
+    """The environment of `env`'s deployment with its Dagster instance on PostgreSQL instead,
+    and the server's pid:
+    the shipped `deploy/dagster.postgres.yaml` in a new DAGSTER_HOME under `root` (created),
+    on a PostgreSQL server started in `root` for the duration (pgserver; its unix socket named
+    in libpq's PGHOST), its schema created and the versions registered by a `rag-eval run`
+    of golden_dataset on DAY1."""
+    import pgserver
+
+    root.mkdir()
+    server = pgserver.get_server(root / "pgdata", cleanup_mode="delete")
+    try:
+        home = root / "dagster_home"
+        home.mkdir()
+        shutil.copy(PROJECT_ROOT / "deploy" / "dagster.postgres.yaml", home / "dagster.yaml")
+        postgres_env = {
+            **env,
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_USERNAME": "postgres",
+            "DAGSTER_PG_PASSWORD": "",
+            "DAGSTER_PG_HOST": "",
+            "DAGSTER_PG_DB": "postgres",
+            "PGHOST": str(server.get_postmaster_info().socket_dir),
+        }
+        command = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--date", DAY1]
+        wall_seconds([*command, "--select", "key:golden_dataset"], postgres_env)
+        yield postgres_env, server.get_pid()
+    finally:
+        server.cleanup()
+
+
+def measure(
+    root: Path, versions: list[str]
+) -> tuple[dict[str, float], dict[str, dict[str, float]], list[int]]:
+    """One round of every run on fresh deployments under `root`: wall seconds per run, CPU
+    seconds of the forced re-runs on each instance storage (`cpu_s`: the `rag-eval` processes;
+    `server_cpu_s`: the PostgreSQL server), and the texts the corpus_embeddings
+    materializations embedded."""
     env = deployment(root / "stock")
-    pooled_env = {**env, "DAGSTER_HOME": str(root / "pooled_home")}
-    Path(pooled_env["DAGSTER_HOME"]).mkdir()
-    shutil.copy(
-        PROJECT_ROOT / "deploy" / "dagster.pooled-sqlite.yaml",
-        Path(pooled_env["DAGSTER_HOME"]) / "dagster.yaml",
-    )
     timings = {
         "cold (empty caches)": run_cli(env, versions, DAY1),
         "warm (same partitions)": run_cli(env, versions, DAY1),
-        "warm, forced (--force)": run_cli(env, versions, DAY1, "--force"),
-        "warm, forced, pooled storage (opt-in)": run_cli(pooled_env, versions, DAY1, "--force"),
+    }
+    cpu: dict[str, dict[str, float]] = {"cpu_s": {}, "server_cpu_s": {}}
+    with postgres_deployment(env, root / "postgres") as (postgres_env, server_pid):
+        for how, extra in [
+            ("warm, forced (--force)", ["--force"]),
+            (
+                "warm, forced, side by side (--parallel)",
+                ["--force", "--parallel", str(len(versions))],
+            ),
+        ]:
+            for storage, storage_env, pid in [
+                ("SQLite", env, None),
+                ("PostgreSQL", postgres_env, server_pid),
+            ]:
+                run = f"{how}, {storage}"
+                client, server = cpu_seconds(), server_cpu_seconds(pid)
+                timings[run] = run_cli(storage_env, versions, DAY1, *extra)
+                cpu["cpu_s"][run] = cpu_seconds() - client
+                cpu["server_cpu_s"][run] = server_cpu_seconds(pid) - server
+    timings |= {
         "new date, unchanged data": run_cli(env, versions, DAY2),
         DAEMON_PATH: daemon_backfill(env, versions, DAY3),
         "Dagster floor (no-op steps)": floor_run(env, versions, DAY4),
     }
-    return timings, embedded_texts(Path(env["DAGSTER_HOME"]))
+    return timings, cpu, embedded_texts(Path(env["DAGSTER_HOME"]))
 
 
 def main() -> None:
@@ -178,19 +259,24 @@ def main() -> None:
     )
     args = parser.parse_args()
     versions = args.dataset_version or ["demo-v1", "demo-v2", "scifact-test"]
-    rounds = []
+    rounds, cpu_rounds = [], []
+    load_before = os.getloadavg()[1]
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
-            timings, embedded = measure(Path(tmp), versions)
+            timings, cpu, embedded = measure(Path(tmp), versions)
         rounds.append(timings)
+        cpu_rounds.append(cpu)
     table = (
         pd.DataFrame(rounds)
         .agg(["min", "max"])
         .T.rename(columns={"min": "wall_s", "max": "slowest_round_s"})
     )
+    for column in ("cpu_s", "server_cpu_s"):
+        table[column] = pd.DataFrame([cpu[column] for cpu in cpu_rounds]).min()
     cold = float(table["wall_s"].iloc[0])
     table["vs_cold"] = table["wall_s"] / cold
     print(f"versions: {', '.join(versions)}; {args.repeat} round(s), fastest shown")
+    print(f"load average (5 min) before: {load_before:.1f}, after: {os.getloadavg()[1]:.1f}")
     print(
         table.rename_axis("run").reset_index().to_string(index=False, float_format="{:.2f}".format)
     )

@@ -30,6 +30,9 @@ from dagster import (
     instance_for_test,
     materialize,
 )
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+from dagster._core.execution.backfill import PartitionBackfill
+from dagster._core.utils import make_new_backfill_id
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
 from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
@@ -129,6 +132,31 @@ def report_config(tmp_path: Path) -> dict:
             "rater_export": {"config": {"exports_dir": str(tmp_path / "rater_tasks")}},
         }
     }
+
+
+def request_asset_backfill(
+    instance: DagsterInstance,
+    asset_graph: BaseAssetGraph,
+    partition_keys: Sequence[str],
+    asset_names: Sequence[str],
+) -> PartitionBackfill:
+    """Add to `instance` a backfill of the assets called `asset_names` on `partition_keys`, as
+    the UI requests one; the backfill daemon then submits its runs."""
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id=make_new_backfill_id(),
+        asset_graph=asset_graph,
+        partition_names=partition_keys,
+        asset_selection=[AssetKey(name) for name in asset_names],
+        backfill_timestamp=time.time(),
+        tags={},
+        dynamic_partitions_store=instance,
+        all_partitions=False,
+        title="test backfill",
+        description=None,
+        run_config=None,
+    )
+    instance.add_backfill(backfill)
+    return backfill
 
 
 CLI_TIMEOUT_S = 300

@@ -16,7 +16,6 @@ import pytest
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, instance_for_test
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.test_utils import create_test_daemon_workspace_context
-from dagster._core.utils import make_new_backfill_id
 from dagster._core.workspace.load_target import ModuleTarget
 from dagster._daemon.backfill import execute_backfill_iteration
 from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
@@ -24,7 +23,12 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
 )
 
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, SHIPPED_STORAGE
+from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
+    PROJECT_ROOT,
+    SHIPPED_STORAGE,
+    request_asset_backfill,
+)
 
 VERSIONS = ["demo-v1", "scifact-test"]
 DATES = ["2026-11-19", "2026-11-20"]
@@ -62,20 +66,7 @@ def run_backfill(instance: DagsterInstance, partition_keys: list[str]) -> Partit
     )
     with create_test_daemon_workspace_context(target, instance) as workspace:
         asset_graph = workspace.create_request_context().asset_graph
-        backfill = PartitionBackfill.from_asset_partitions(
-            backfill_id=make_new_backfill_id(),
-            asset_graph=asset_graph,
-            partition_names=partition_keys,
-            asset_selection=[AssetKey(name) for name in SELECTION],
-            backfill_timestamp=time.time(),
-            tags={},
-            dynamic_partitions_store=instance,
-            all_partitions=False,
-            title="test backfill",
-            description=None,
-            run_config=None,
-        )
-        instance.add_backfill(backfill)
+        backfill = request_asset_backfill(instance, asset_graph, partition_keys, SELECTION)
         run_queue = QueuedRunCoordinatorDaemon(interval_seconds=1)
         deadline = time.time() + TIMEOUT_S
         while time.time() < deadline:

@@ -23,9 +23,8 @@ LIBRARY_PACKAGES = (
     "storage",
     "systems",
 )
-# Beside the library and defs/: the wiring, and the opt-in pooled storage a deployment names in
-# its dagster.yaml (it imports Dagster's private storage classes, so defs/ never loads it).
-WIRING = {"cli", "definitions", "settings", "__init__", "pooled_storage"}
+# Beside the library and defs/: the wiring.
+WIRING = {"cli", "definitions", "settings", "__init__"}
 
 
 def library_modules() -> list[str]:

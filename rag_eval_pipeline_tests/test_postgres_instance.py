@@ -1,0 +1,241 @@
+"""The production instance for real: the shipped `deploy/dagster.postgres.yaml` on PostgreSQL.
+
+A PostgreSQL 16 server is started in-process for the module (`pgserver`; as root it runs the
+server as its own system user), on a unix socket in a temporary folder, and each test gets its
+own database. The shipped file is copied verbatim to each `DAGSTER_HOME` and reads the
+connection from its `DAGSTER_PG_*` variables (the host left empty, libpq's `PGHOST` naming the
+socket directory). Then: two `rag-eval run` side by side from two homes, as from two machines
+with no file lock in common, each skipping afterwards what the other did; and a daemon that
+fails a SIGKILLed `rag-eval run` through `dead_owner_run_sensor` and runs a backfill through the
+run queue, at most `max_concurrent_runs: 4` at a time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pgserver
+import psycopg2
+import pytest
+import yaml
+from dagster import (
+    AssetKey,
+    DagsterEventType,
+    DagsterInstance,
+    DagsterRunStatus,
+    RunRecord,
+    RunsFilter,
+)
+from dagster._config import process_config
+from dagster_postgres import DagsterPostgresStorage
+from dagster_postgres.utils import pg_url_from_config
+from sqlalchemy.engine import make_url
+
+from rag_eval_pipeline.definitions import defs
+from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
+    PROJECT_ROOT,
+    deployment_env,
+    request_asset_backfill,
+    stop_process_group,
+)
+from rag_eval_pipeline_tests.test_run_ownership import (
+    VERSION,
+    WAIT_S,
+    failure_message,
+    run_killed_mid_step,
+    run_status,
+    start_daemon,
+    wait_for,
+)
+
+POSTGRES_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.postgres.yaml"
+BACKFILL_DATES = [f"2026-11-{day}" for day in range(15, 20)]  # one more than run at once
+MAX_CONCURRENT_RUNS = 4
+
+
+@pytest.fixture(scope="module")
+def postgres_socket_dir() -> Iterator[Path]:
+    """A PostgreSQL server for this module; yields the directory of its unix socket. Its data
+    folder is not under pytest's temp root, whose permissions pytest resets to owner-only while
+    the server (as root, another system user) still needs to reach it."""
+    root = Path(tempfile.mkdtemp(prefix="rag-eval-postgres-"))
+    server = pgserver.get_server(root / "data", cleanup_mode="delete")
+    try:
+        yield Path(server.get_postmaster_info().socket_dir)
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A data folder with one dataset version; the Dagster homes go in it too."""
+
+    data_dir: Path
+
+    def home(self, name: str, max_concurrent_runs: int | None = None) -> Path:
+        """A DAGSTER_HOME holding the shipped PostgreSQL dagster.yaml (its run queue limit
+        replaced by `max_concurrent_runs` when given)."""
+        home = self.data_dir / name
+        home.mkdir()
+        config = home / "dagster.yaml"
+        shutil.copy(POSTGRES_INSTANCE_CONFIG, config)
+        if max_concurrent_runs is not None:
+            settings = yaml.safe_load(config.read_text(encoding="utf-8"))
+            settings["concurrency"]["runs"]["max_concurrent_runs"] = max_concurrent_runs
+            config.write_text(yaml.safe_dump(settings), encoding="utf-8")
+        return home
+
+
+DATABASES = itertools.count()
+
+
+@pytest.fixture
+def deployment(
+    postgres_socket_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Deployment:
+    """A fresh database on the module's server, named in this process's environment (so every
+    `rag-eval`, daemon and run worker the test starts connects to it), and a data folder."""
+    database = f"rag_eval_{next(DATABASES)}"
+    server = psycopg2.connect(host=str(postgres_socket_dir), user="postgres", dbname="postgres")
+    with contextlib.closing(server):
+        server.autocommit = True  # CREATE DATABASE runs outside a transaction
+        server.cursor().execute(f"CREATE DATABASE {database}")
+    for name, value in {
+        "DAGSTER_PG_USERNAME": "postgres",
+        "DAGSTER_PG_PASSWORD": "",
+        "DAGSTER_PG_HOST": "",
+        "DAGSTER_PG_DB": database,
+        "PGHOST": str(postgres_socket_dir),
+    }.items():
+        monkeypatch.setenv(name, value)
+    shutil.copytree(DATASETS_DIR / VERSION, tmp_path / "datasets" / VERSION)
+    return Deployment(tmp_path)
+
+
+def test_the_shipped_file_reaches_a_tcp_host_through_psycopg2(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in {
+        "DAGSTER_PG_USERNAME": "dagster",
+        "DAGSTER_PG_PASSWORD": "p@ss:w/rd",
+        "DAGSTER_PG_HOST": "db.internal",
+        "DAGSTER_PG_DB": "dagster",
+    }.items():
+        monkeypatch.setenv(name, value)
+    storage = yaml.safe_load(POSTGRES_INSTANCE_CONFIG.read_text(encoding="utf-8"))["storage"]
+    processed = process_config(DagsterPostgresStorage.config_type(), storage["postgres"])
+    assert processed.success, processed.errors
+    url = make_url(pg_url_from_config(processed.value))
+    assert (url.drivername, url.host, url.port, url.database) == (
+        "postgresql+psycopg2",
+        "db.internal",
+        5432,
+        "dagster",
+    )
+    assert (url.username, url.password) == ("dagster", "p@ss:w/rd")
+
+
+def golden_dataset_side_by_side(data_dir: Path, homes: list[Path], days: list[str]) -> list[str]:
+    """`rag-eval run` of demo-v1's golden_dataset on each of `days`, each from its home in
+    `homes`, all at once; fails unless each exits 0; their outputs."""
+    clis = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
+                *("--dataset-version", VERSION, "--date", day, "--select", "key:golden_dataset"),
+            ],
+            env=deployment_env(data_dir, home),
+            cwd=data_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home, day in zip(homes, days, strict=True)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0] * len(clis), outputs
+    return outputs
+
+
+def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = deployment.data_dir
+    homes = [deployment.home("home-a"), deployment.home("home-b")]
+    days = ["2026-11-20", "2026-11-21"]
+    outputs = golden_dataset_side_by_side(data_dir, homes, days)
+    assert all("materializing" in output for output in outputs), outputs
+
+    monkeypatch.setenv("DAGSTER_HOME", str(homes[0]))
+    with DagsterInstance.get() as instance:
+        runs = instance.get_runs()
+        materialized = instance.get_materialized_partitions(AssetKey("golden_dataset"))
+    assert sorted(run.tags["dagster/partition"] for run in runs) == [f"{VERSION}|{d}" for d in days]
+    assert {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
+    assert materialized == {str(evaluation_partition_key(VERSION, day)) for day in days}
+
+    swapped = days[::-1]
+    outputs = golden_dataset_side_by_side(data_dir, homes, swapped)
+    for output, other_day in zip(outputs, swapped, strict=True):
+        assert f"{VERSION}|{other_day} is up to date" in output, output
+
+
+def most_runs_at_once(instance: DagsterInstance, records: list[RunRecord]) -> int:
+    """The largest number of `records`' runs in progress at the same moment, as the run queue
+    counts them: from the queue's launch (RUN_STARTING) to the run's end."""
+    edges = []
+    for record in records:
+        (launched,) = instance.all_logs(
+            record.dagster_run.run_id, of_type=DagsterEventType.RUN_STARTING
+        )
+        edges += [(launched.timestamp, 1), (record.end_time, -1)]
+    return max(itertools.accumulate(step for _, step in sorted(edges)))
+
+
+def test_the_daemon_fails_a_killed_run_and_runs_a_backfill_four_at_a_time(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = deployment.data_dir
+    home = deployment.home("home", max_concurrent_runs=MAX_CONCURRENT_RUNS)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    orphan = run_killed_mid_step(data_dir, home)
+    with DagsterInstance.get() as instance:
+        keys = [str(evaluation_partition_key(VERSION, day)) for day in BACKFILL_DATES]
+        backfill = request_asset_backfill(
+            instance, defs.resolve_asset_graph(), keys, ["golden_dataset"]
+        )
+
+    def backfill_runs_ended() -> list[RunRecord]:
+        with DagsterInstance.get() as instance:
+            records = instance.get_run_records(
+                RunsFilter(tags={"dagster/backfill": backfill.backfill_id})
+            )
+        ended = [record for record in records if record.end_time is not None]
+        orphan_ended = run_status(orphan.run_id) != DagsterRunStatus.STARTED
+        return ended if len(ended) == len(BACKFILL_DATES) and orphan_ended else []
+
+    daemon = start_daemon(data_dir, home, "daemon.log")
+    try:
+        records = wait_for(
+            backfill_runs_ended, "the daemon to fail the killed run, run the backfill"
+        )
+    finally:
+        stop_process_group(daemon)
+    log = (data_dir / "daemon.log").read_text(errors="replace")
+    assert isinstance(records, list)
+    assert {record.dagster_run.status for record in records} == {DagsterRunStatus.SUCCESS}, log
+    with DagsterInstance.get() as instance:
+        assert 2 <= most_runs_at_once(instance, records) <= MAX_CONCURRENT_RUNS, log
+    assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE, log
+    assert f"pid {orphan.tags['rag_eval/owner_pid']} " in failure_message(orphan.run_id)
