@@ -189,8 +189,10 @@ def test_the_image_pins_are_the_makefiles_and_pyprojects() -> None:
     # Dagster's libraries are versioned 0.(minor + 16).patch alongside dagster 1.minor.patch.
     _, minor, patch = DAGSTER_VERSION.split(".")
     library = f"0.{int(minor) + 16}.{patch}"
+    image = "\n".join(extras_defined["k8s"] + extras_defined["postgres"])
+    assert "rag_eval_pipeline[postgres]" in extras_defined["k8s"]  # the driver the yaml names
     for package in ("dagster-k8s", "dagster-postgres"):
-        assert pins("\n".join(extras_defined["k8s"]), package) == {library}
+        assert pins(image, package) == {library}
     context = (K8S_DIR / "Dockerfile.dockerignore").read_text(encoding="utf-8").splitlines()
     for copied in re.findall(r"^COPY (.+) \./", dockerfile, re.MULTILINE):
         for source in copied.split():
