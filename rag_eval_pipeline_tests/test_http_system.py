@@ -304,6 +304,7 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "  answer: $..[\n"
         "  timeout_s: 0\n"
         "  retries: 3\n"
+        "  breaker_failure_ratio: 2\n"
     )
     manifest, issues = read_manifest(tmp_path)
     assert manifest == DatasetManifest()
@@ -319,6 +320,7 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "http.answer",
         "http.timeout_s",
         "http.retries",
+        "http.breaker_failure_ratio",
     }
     assert all(text.startswith("dataset.yaml, line") for _, text in found.values())
     assert found["http.url"][0] == 3 and "'ftp://example.com/ask'" in found["http.url"][1]
@@ -332,6 +334,11 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
     assert "'$..['" in found["http.answer"][1]
     assert "got 0" in found["http.timeout_s"][1]
     assert found["http.retries"][0] == 12
+    assert found["http.breaker_failure_ratio"] == (
+        13,
+        "dataset.yaml, line 13, column 'http.breaker_failure_ratio': "
+        "must be a number > 0 and <= 1, got 2",
+    )
 
 
 def test_the_failure_policy_settings_are_the_llm_clients_and_are_validated() -> None:
