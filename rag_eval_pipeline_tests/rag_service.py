@@ -8,8 +8,9 @@ question's first word:
 - `slow:` waits `slow_s` seconds first; `fail:` answers 500 every time; `flaky:` answers 500 to
   the question's first request, then normally; `auth:` answers 401 with a body that echoes the
   `Authorization` header (as a careless service would); `rate:` answers 429 with
-  `Retry-After: 1` to the first request, then normally; `garbage:` answers 200 with a body that
-  is not JSON;
+  `Retry-After: 1` to the first request, then normally; `throttled:` answers 429 with
+  `Retry-After: 0.2` to the first two requests, then normally; `garbage:` answers 200 with a
+  body that is not JSON; a number (`404:`) answers that status every time;
 - anything else: 200 with `{"data": {"answer", "sources": [{"id", "text"}]}, "timing":
   {"retrieval_ms"}}`: the answer echoes the question and the Authorization header, the sources
   are `documents[question]` (ids, text `text of <id>`).
@@ -133,6 +134,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(401, json.dumps({"error": f"bad credentials: {authorization}"}).encode())
         elif kind == "rate" and seen == 1:
             self._send(429, b'{"error": "slow down"}', {"Retry-After": "1"})
+        elif kind == "throttled" and seen <= 2:
+            self._send(429, b'{"error": "slow down"}', {"Retry-After": "0.2"})
+        elif kind.isdigit():
+            self._send(int(kind), b'{"error": "as asked"}')
         elif kind == "garbage":
             self._send(200, b"<html>not json</html>")
         else:

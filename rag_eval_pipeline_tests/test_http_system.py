@@ -1,21 +1,26 @@
 """The system under test over HTTP, against a real service on 127.0.0.1 (`rag_service`).
 
-Each failure class of the retry policy meets the real thing: a slow service (timeout), one that
-answers 500 (retried, then an error row), 500 once then 200 (succeeds), 401 (not retried), 429
-with Retry-After (waited for), a reply that is not JSON; a secret header never appears in any
-output; a hostile question keeps the request body valid JSON; sessions go in turn order within
-the concurrency bound. One test materializes Tier 3 and Tier 1 on the system's ids through
-Dagster on a real instance.
+Each failure class of the shared policy (`llm.failures`) meets the real thing: every kind of
+failed attempt raises what `classify` reads; a slow service (timeout), one that answers 500
+(retried, then an error row), 500 once then 200 (succeeds), 401 (not retried), 429 with
+Retry-After (waited for, without using up retries or counting towards the breaker, within the
+rate-limit budget), a reply that is not JSON; the breaker shared per URL stops a failing service
+and half-opens; a secret header never appears in any output; a hostile question keeps the
+request body valid JSON; sessions go in turn order within the concurrency bound. One test
+materializes Tier 3 and Tier 1 on the system's ids through Dagster on a real instance.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
 import pytest
 import yaml
@@ -33,21 +38,17 @@ from rag_eval_pipeline.defs.tier1_retrieval.system_under_test import (
 )
 from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.llm.breaker import BreakerState
+from rag_eval_pipeline.llm.client import LLMConfig
+from rag_eval_pipeline.llm.failures import FailureClass, classify, retry_after_s
 from rag_eval_pipeline.systems.http_config import (
+    NUMBER_KEYS,
     HttpSystemConfig,
+    http_config_problems,
     resolve_headers,
     resolve_http_config,
 )
-from rag_eval_pipeline.systems.http_rag import (
-    CONNECTION,
-    REPLY,
-    STATUS,
-    TIMEOUT,
-    CallFailure,
-    HttpRag,
-    RetryPolicy,
-    retry_delay,
-)
+from rag_eval_pipeline.systems.http_rag import HttpRag, InvalidReply, request_values
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 from rag_eval_pipeline_tests.rag_service import RagService, run_rag_service
@@ -121,7 +122,7 @@ def test_answers_ids_contexts_latency_and_the_rendered_body() -> None:
     assert first.headers["authorization"] == f"Bearer {SECRET}"
     assert first.headers["content-type"] == "application/json"
     assert requests_for(service, "Who pays?")[0].body["session"] is None
-    assert system.usage.as_metadata() == {"calls": 2, "retries": 0, "errors": 0}
+    assert system.usage.as_metadata() == {"calls": 2, "retries": 0, "rate_limited": 0, "errors": 0}
 
 
 def test_a_hostile_question_keeps_the_body_valid_json() -> None:
@@ -150,7 +151,7 @@ def test_each_failure_class_becomes_an_error_row_and_the_run_goes_on(
     caplog.set_level(logging.INFO, logger="rag_eval_pipeline.systems.http_rag")
     asked = ["Who pays?", "slow: a", "fail: b", "flaky: c", "auth: d", "garbage: e"]
     with run_rag_service(DOCUMENTS) as service:
-        system = http_system(service.url, breaker_failures=0)
+        system = http_system(service.url, breaker_min_calls=0)
         out = system.answer(queries(*asked)).set_index("question")
         counts = {question: service.count(question) for question in asked}
     errors = out["error"]
@@ -173,7 +174,12 @@ def test_each_failure_class_becomes_an_error_row_and_the_run_goes_on(
     failed = ["slow: a", "fail: b", "auth: d", "garbage: e"]
     assert out.loc[failed, "answer"].isna().all()
     assert out.loc[failed, "total_latency_ms"].isna().all()
-    assert system.usage.as_metadata() == {"calls": 11, "retries": 5, "errors": 4}
+    assert system.usage.as_metadata() == {
+        "calls": 11,
+        "retries": 5,
+        "rate_limited": 0,
+        "errors": 4,
+    }
     assert "retrying" in caplog.text
     outputs = out.reset_index().to_json() + caplog.text + json.dumps(counts)
     assert SECRET not in outputs
@@ -187,13 +193,46 @@ def test_429_waits_for_retry_after() -> None:
     assert pd.isna(out.loc[0, "error"])
 
 
-def test_the_circuit_breaker_stops_calling_a_failing_service() -> None:
+def test_429s_use_no_retries_and_never_count_towards_the_breaker() -> None:
     with run_rag_service(DOCUMENTS) as service:
-        system = http_system(service.url, max_retries=0, max_concurrency=1, breaker_failures=2)
+        system = http_system(service.url, max_retries=0, breaker_window=1, breaker_min_calls=1)
+        out = system.answer(queries("throttled: x"))
+    assert out.loc[0, "answer"] == "echo throttled: x (auth ***)"
+    assert pd.isna(out.loc[0, "error"])
+    first, second, third = service.requests  # 429, 429 (Retry-After: 0.2 each), 200
+    assert second.started_at - first.started_at >= 0.19
+    assert third.started_at - second.started_at >= 0.19
+    assert system.usage.as_metadata() == {"calls": 3, "retries": 2, "rate_limited": 2, "errors": 0}
+    assert system.breaker.trips == 0 and system.breaker.state is BreakerState.CLOSED
+
+
+def test_rate_limits_give_up_when_their_budget_is_spent() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        out = http_system(service.url, rate_limit_budget_s=0.1).answer(queries("throttled: y"))
+    assert len(service.requests) == 1  # its Retry-After (0.2 s) exceeds the budget
+    assert out.loc[0, "error"] == (
+        "rate limited: still refused after 1 rate limit(s) waited out "
+        '(rate_limit_budget_s=0.1): HTTP 429: "{\\"error\\": \\"slow down\\"}" (1 attempt)'
+    )
+
+
+def test_the_circuit_breaker_stops_calling_a_failing_service_and_half_opens() -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        settings = {"max_retries": 0, "max_concurrency": 1, "breaker_min_calls": 2}
+        system = http_system(service.url, breaker_cooldown_s=0.3, **settings)
         out = system.answer(queries(*(f"fail: {i}" for i in range(5))))
-    assert len(service.requests) == 2
-    assert out["error"].str.startswith("HTTP 500").sum() == 2
-    assert out["error"].str.startswith("circuit breaker open").sum() == 3
+        assert len(service.requests) == 2
+        assert out["error"].str.startswith("HTTP 500").sum() == 2
+        assert out["error"].str.startswith("circuit breaker open").sum() == 3
+        later_step = http_system(service.url, **settings)  # the same URL: the same breaker
+        assert later_step.breaker is system.breaker
+        refused = later_step.answer(queries("Who pays?"))
+        assert refused.loc[0, "error"].startswith("circuit breaker open")
+        assert len(service.requests) == 2
+        time.sleep(0.3)  # the cooldown: one probe goes out, succeeds, and closes the breaker
+        answered = later_step.answer(queries("Who pays?", "What is a bucket?"))
+    assert answered["error"].isna().all()
+    assert system.breaker.state is BreakerState.CLOSED and system.breaker.trips == 1
 
 
 def test_an_unreachable_service_is_a_connection_error_row() -> None:
@@ -220,27 +259,35 @@ def test_concurrency_is_bounded_and_sessions_go_in_turn_order() -> None:
 
 
 @pytest.mark.parametrize(
-    ("failure", "expected"),
+    ("question", "raised", "failure", "message"),
     [
-        (CallFailure(TIMEOUT, "timeout"), "retry"),
-        (CallFailure(CONNECTION, "connection error"), "retry"),
-        (CallFailure(STATUS, "HTTP 503", status=503), "retry"),
-        (CallFailure(STATUS, "HTTP 408", status=408), "retry"),
-        (CallFailure(STATUS, "HTTP 429", status=429, retry_after_s=7.0), 7.0),
-        (CallFailure(STATUS, "HTTP 429", status=429, retry_after_s=600.0), 60.0),
-        (CallFailure(STATUS, "HTTP 401", status=401), None),
-        (CallFailure(STATUS, "HTTP 404", status=404), None),
-        (CallFailure(REPLY, "invalid reply"), None),
+        ("fail: b", httpx.HTTPStatusError, FailureClass.TRANSIENT, "HTTP 500: "),
+        ("408: b", httpx.HTTPStatusError, FailureClass.TRANSIENT, "HTTP 408: "),
+        ("rate: x", httpx.HTTPStatusError, FailureClass.RATE_LIMITED, "HTTP 429: "),
+        ("auth: d", httpx.HTTPStatusError, FailureClass.PERMANENT, 'HTTP 401: "{\\"error'),
+        ("404: d", httpx.HTTPStatusError, FailureClass.PERMANENT, "HTTP 404: "),
+        ("garbage: e", InvalidReply, FailureClass.PERMANENT, "invalid reply: not JSON: "),
+        ("slow: a", httpx.ReadTimeout, FailureClass.TRANSIENT, "timeout: no reply within 0.4 s"),
+        (None, httpx.ConnectError, FailureClass.CONNECTION_REFUSED, "connection error: Connect"),
     ],
 )
-def test_retry_delay_by_failure_class(failure: CallFailure, expected: object) -> None:
-    policy = RetryPolicy(max_retries=2, backoff_base_s=0.5)
-    delay = retry_delay(failure, 1, policy)
-    if expected == "retry":
-        assert delay is not None and 0.25 <= delay <= 0.5
-    else:
-        assert delay == expected
-    assert retry_delay(failure, 3, policy) is None  # out of retries
+def test_each_failed_attempt_raises_what_the_shared_policy_classifies(
+    question: str | None, raised: type[Exception], failure: FailureClass, message: str
+) -> None:
+    with run_rag_service(DOCUMENTS) as service:
+        url = service.url
+        if question is not None:
+            system = http_system(url)
+            with system.client() as client, pytest.raises(raised) as caught:
+                system.attempt(client, request_values(queries(question))[0])
+    if question is None:  # the service is gone: nothing listens on its port
+        system = http_system(url)
+        with system.client() as client, pytest.raises(raised) as caught:
+            system.attempt(client, request_values(queries("Who pays?"))[0])
+    assert classify(caught.value) is failure
+    assert str(caught.value).startswith(message)
+    assert SECRET not in str(caught.value)
+    assert retry_after_s(caught.value) == (1.0 if question == "rate: x" else None)
 
 
 def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None:
@@ -257,6 +304,7 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "  answer: $..[\n"
         "  timeout_s: 0\n"
         "  retries: 3\n"
+        "  breaker_failure_ratio: 2\n"
     )
     manifest, issues = read_manifest(tmp_path)
     assert manifest == DatasetManifest()
@@ -272,6 +320,7 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
         "http.answer",
         "http.timeout_s",
         "http.retries",
+        "http.breaker_failure_ratio",
     }
     assert all(text.startswith("dataset.yaml, line") for _, text in found.values())
     assert found["http.url"][0] == 3 and "'ftp://example.com/ask'" in found["http.url"][1]
@@ -285,6 +334,39 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
     assert "'$..['" in found["http.answer"][1]
     assert "got 0" in found["http.timeout_s"][1]
     assert found["http.retries"][0] == 12
+    assert found["http.breaker_failure_ratio"] == (
+        13,
+        "dataset.yaml, line 13, column 'http.breaker_failure_ratio': "
+        "must be a number > 0 and <= 1, got 2",
+    )
+
+
+def test_the_failure_policy_settings_are_the_llm_clients_and_are_validated() -> None:
+    llm_defaults = {f.name: f.default for f in dataclasses.fields(LLMConfig)}
+    shared = ["max_retries", "backoff_base_s", "rate_limit_budget_s"]
+    shared += [key for key in NUMBER_KEYS if key.startswith("breaker_")]
+    assert len(shared) == 7
+    assert {key: NUMBER_KEYS[key].default for key in shared} == {k: llm_defaults[k] for k in shared}
+    config = HttpSystemConfig.from_mapping({"url": "http://127.0.0.1:9/a"}, "x")
+    assert {key: getattr(config, key) for key in shared} == {k: llm_defaults[k] for k in shared}
+    problems = dict(
+        http_config_problems(
+            {
+                "url": "http://h/a",
+                "breaker_failure_ratio": 1.5,
+                "breaker_cooldown_s": -1,
+                "rate_limit_budget_s": "soon",
+                "breaker_failures": 5,
+            }
+        )
+    )
+    assert problems["http.breaker_failure_ratio"] == "must be a number > 0 and <= 1, got 1.5"
+    assert problems["http.breaker_cooldown_s"] == "must be a number >= 0, got -1"
+    assert problems["http.rate_limit_budget_s"] == "must be a number >= 0, got 'soon'"
+    assert "no longer a setting" in problems["http.breaker_failures"]
+    assert http_config_problems({"url": "http://h/a", "breaker_min_calls": 30}) == [
+        ("http.breaker_min_calls", "breaker_min_calls (30) must be at most breaker_window (20)")
+    ]
 
 
 def test_the_configuration_in_effect_and_its_errors(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
 from rag_eval_pipeline.llm.breaker import BreakerState, CircuitBreaker
 from rag_eval_pipeline.llm.failures import (
     AttemptTimeout,
+    Decision,
     FailureClass,
+    NotCalled,
     RetryPolicy,
     classify,
     retry_async,
@@ -231,6 +233,32 @@ def test_breaker_counts_a_failure_ratio_not_a_streak() -> None:
     breaker.record_answered()  # ... and got a 400 or a 429: the endpoint is up
     assert breaker.state is BreakerState.CLOSED and breaker.allow()
     assert CircuitBreaker(min_calls=0).record_failure("x") is False  # off
+
+
+def test_observe_is_the_one_rule_of_which_attempt_feeds_the_breaker() -> None:
+    """Outages (a refused connection, a transient fault with no retry left) are failed calls; a
+    transient fault to be retried fails only a half-open probe; rate limits and permanent errors
+    show the endpoint is up; a call never sent counts not at all."""
+
+    def opens(failure: FailureClass, delay_s: float | None, error: Exception) -> bool:
+        breaker = CircuitBreaker(window=1, min_calls=1, failure_ratio=1.0)
+        return breaker.observe(error, Decision(failure, 1, delay_s, "x"), "described")
+
+    error = RuntimeError("any")
+    assert opens(FailureClass.CONNECTION_REFUSED, 0.5, error)
+    assert opens(FailureClass.TRANSIENT, None, error)  # retries exhausted
+    assert not opens(FailureClass.TRANSIENT, 0.5, error)  # to be retried
+    assert not opens(FailureClass.RATE_LIMITED, 1.0, error)
+    assert not opens(FailureClass.PERMANENT, None, error)
+    assert not opens(FailureClass.CONNECTION_REFUSED, None, NotCalled("breaker open"))
+    probing = CircuitBreaker(window=1, min_calls=1, failure_ratio=1.0, cooldown_s=0)
+    probing.record_failure("down")
+    assert probing.allow() and probing.probing
+    retried = Decision(FailureClass.TRANSIENT, 1, 0.5, "retry")
+    assert probing.observe(RuntimeError("500"), retried, "500")  # the probe failed: reopens
+    probing.allow()
+    probing.observe(RuntimeError("429"), Decision(FailureClass.RATE_LIMITED, 1, 1.0, "retry"), "")
+    assert probing.state is BreakerState.CLOSED  # the probe got an answer: the endpoint is up
 
 
 def test_aimd_halves_once_per_round_trip_and_grows_back_by_one() -> None:

@@ -3,7 +3,8 @@
 It counts *calls*, not attempts: a call whose retries were exhausted is a failure, a call that
 succeeded (on any attempt) is a success, and each refused connection is a failure at once (the
 clearest sign of a dead endpoint). Rate limits, permanent errors (a bad request, a bad key) and
-calls it stopped itself count neither way.
+calls it stopped itself count neither way. `observe(error, decision, description)` is that rule,
+the one every caller (the LLM client, the HTTP system under test) feeds its failed attempts to.
 
 Closed, it opens when, among the last `window` outcomes, there are at least `min_calls` and the
 share of failures is at least `failure_ratio`. Open, it refuses every call (`allow()` is False)
@@ -24,6 +25,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
+from typing import Protocol
+
+from rag_eval_pipeline.llm.failures import Decision, FailureClass, NotCalled
 
 
 class BreakerState(enum.StrEnum):
@@ -32,8 +36,31 @@ class BreakerState(enum.StrEnum):
     HALF_OPEN = "half_open"
 
 
+class BreakerSettings(Protocol):
+    """A configuration holding the breaker settings (the LLM client's, the HTTP system's)."""
+
+    @property
+    def breaker_window(self) -> int: ...
+    @property
+    def breaker_min_calls(self) -> int: ...
+    @property
+    def breaker_failure_ratio(self) -> float: ...
+    @property
+    def breaker_cooldown_s(self) -> float: ...
+
+
 class CircuitBreaker:
     """Failure ratio over the last `window` calls (at least `min_calls`), cooldown, one probe."""
+
+    @classmethod
+    def from_settings(cls, settings: BreakerSettings) -> CircuitBreaker:
+        """A new breaker with the `breaker_*` settings of a configuration."""
+        return cls(
+            window=settings.breaker_window,
+            min_calls=settings.breaker_min_calls,
+            failure_ratio=settings.breaker_failure_ratio,
+            cooldown_s=settings.breaker_cooldown_s,
+        )
 
     def __init__(
         self,
@@ -135,6 +162,24 @@ class CircuitBreaker:
                 self._open()
                 return True
             return False
+
+    def observe(self, error: BaseException, decision: Decision, description: str) -> bool:
+        """Feed one failed attempt, with what the retry policy decided (`llm.failures`); True
+        exactly when this opened the breaker. An outage (a refused connection, or a transient
+        fault with no retry left) is a failed call (`record_failure`); a transient fault to be
+        retried, a failed attempt (`record_attempt_failure`); any other answer (a rate limit, a
+        permanent error) shows the endpoint is up (`record_answered`); a call that was never
+        sent (`NotCalled`: this breaker open, a spent budget) counts not at all."""
+        if isinstance(error, NotCalled):
+            return False
+        if decision.failure is FailureClass.CONNECTION_REFUSED or (
+            decision.failure is FailureClass.TRANSIENT and decision.delay_s is None
+        ):
+            return self.record_failure(description)
+        if decision.failure is FailureClass.TRANSIENT:
+            return self.record_attempt_failure(description)
+        self.record_answered()
+        return False
 
     def _open(self) -> None:
         self._state, self._opened_at, self._probe_out = BreakerState.OPEN, self._clock(), False

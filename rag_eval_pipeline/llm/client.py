@@ -149,12 +149,7 @@ class LLMConfig:
 
     def breaker(self) -> CircuitBreaker:
         """A new circuit breaker with these settings."""
-        return CircuitBreaker(
-            window=self.breaker_window,
-            min_calls=self.breaker_min_calls,
-            failure_ratio=self.breaker_failure_ratio,
-            cooldown_s=self.breaker_cooldown_s,
-        )
+        return CircuitBreaker.from_settings(self)
 
 
 @dataclass(frozen=True)
@@ -473,17 +468,7 @@ class LLMClient:
                 limit.rate_limited(epoch, decision.delay_s or 0.0)
         if _is_timeout(error):
             self._count(timeouts=1)
-        outage = decision.failure is FailureClass.CONNECTION_REFUSED or (
-            decision.delay_s is None and decision.failure is FailureClass.TRANSIENT
-        )
-        if outage:
-            opened = self.breaker.record_failure(description)
-        elif decision.failure is FailureClass.TRANSIENT:
-            opened = self.breaker.record_attempt_failure(description)
-        else:
-            self.breaker.record_answered()
-            opened = False
-        if opened:
+        if self.breaker.observe(error, decision, description):
             logger.warning(
                 "%s: %s; prompts not sent yet become error rows until a probe after %gs succeeds",
                 self.config.model,
@@ -513,11 +498,7 @@ class LLMClient:
         error = outcome.error
         assert error is not None
         description = str(error) if isinstance(error, NotCalled) else self._describe(error)
-        if outcome.reason == "rate-limit budget spent":
-            description = (
-                f"rate limited: still refused after {outcome.rate_limited} rate limit(s) waited "
-                f"out (rate_limit_budget_s={self.config.rate_limit_budget_s:g}): {description}"
-            )
+        description = outcome.explained(description, self._policy)
         return self._failed(description[:MAX_ERROR_CHARS], latency_ms, attempts)
 
     def _record(self, key: str, reply: LLMReply) -> None:

@@ -47,6 +47,7 @@ import httpx
 T = TypeVar("T")
 
 MAX_BACKOFF_S = 60.0
+RATE_LIMIT_BUDGET_SPENT = "rate-limit budget spent"
 
 
 class FailureClass(enum.StrEnum):
@@ -213,6 +214,16 @@ class Attempted(Generic[T]):
         """Whether the call failed although retried (the sign of an outage a breaker counts)."""
         return self.failure in (FailureClass.TRANSIENT, FailureClass.CONNECTION_REFUSED)
 
+    def explained(self, description: str, policy: RetryPolicy) -> str:
+        """`description` (of the last error), led, when the call stopped because its rate-limit
+        budget was spent, by how many rate limits it waited out and that budget."""
+        if self.reason != RATE_LIMIT_BUDGET_SPENT:
+            return description
+        return (
+            f"rate limited: still refused after {self.rate_limited} rate limit(s) waited out "
+            f"(rate_limit_budget_s={policy.rate_limit_budget_s:g}): {description}"
+        )
+
 
 class _RetryState:
     """The bookkeeping of one call: attempts, retries used, rate-limit waits, the clock."""
@@ -243,7 +254,7 @@ class _RetryState:
             )
             wait = min(MAX_BACKOFF_S, wait)
             if self.rate_limit_waited_s + wait > policy.rate_limit_budget_s + 1e-9:
-                return Decision(failure, self.attempts, None, "rate-limit budget spent")
+                return Decision(failure, self.attempts, None, RATE_LIMIT_BUDGET_SPENT)
             self.rate_limit_waited_s += wait
             return Decision(failure, self.attempts, wait, "retry")
         if self.retries >= policy.max_retries:

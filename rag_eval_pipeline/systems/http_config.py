@@ -20,9 +20,12 @@ overridable by `RAG_EVAL_SYSTEM_URL`) holds:
   `$.contexts`), and optional `retrieval_latency_ms`, `generation_latency_ms`,
   `generator_model`;
 - `timeout_s` per attempt (30: each wait to connect, send or read, and the whole reply body),
-  `max_concurrency` requests in flight (4), `max_retries` (3), `backoff_base_s` (1.0),
-  `breaker_failures` (5, 0: off) and the system's `name` (default: the URL without
-  credentials, query or fragment).
+  `max_concurrency` requests in flight (4), and the settings of the project's one failure
+  policy, with the names and defaults of the LLM client's (`llm.client.LLMConfig`):
+  `max_retries` (3), `backoff_base_s` (1.0), `rate_limit_budget_s` (300), `breaker_window`
+  (20), `breaker_min_calls` (10, 0: no breaker), `breaker_failure_ratio` (0.5),
+  `breaker_cooldown_s` (30); and the system's `name` (default: the URL without credentials,
+  query or fragment).
 
 `http_config_problems` lists what is wrong with a block as (key, problem) pairs, the problem
 naming the offending value; `HttpSystemConfig.from_mapping` raises them as one `ValueError`
@@ -38,13 +41,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from jsonpath_ng import JSONPath
 from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext import parse as parse_jsonpath
+
+from rag_eval_pipeline.llm.failures import RetryPolicy
 
 HTTP_CONFIG_ENV = "RAG_EVAL_SYSTEM_HTTP"
 HTTP_URL_ENV = "RAG_EVAL_SYSTEM_URL"
@@ -65,14 +70,36 @@ DEFAULT_SELECTORS = {
     "retrieved_doc_ids": "$.retrieved_doc_ids",
     "contexts": "$.contexts",
 }
-NUMBER_KEYS = {  # key: (default, smallest allowed value, integer); timeout_s must be > 0
-    "timeout_s": (30.0, 0.0, False),
-    "max_concurrency": (4, 1, True),
-    "max_retries": (3, 0, True),
-    "backoff_base_s": (1.0, 0.0, False),
-    "breaker_failures": (5, 0, True),
+
+
+class NumberSetting(NamedTuple):
+    """A numeric setting: its default and the values allowed (`minimum` excluded when
+    `exclusive`, `maximum` included)."""
+
+    default: float
+    minimum: float
+    integer: bool
+    exclusive: bool = False
+    maximum: float | None = None
+
+
+NUMBER_KEYS = {
+    "timeout_s": NumberSetting(30.0, 0.0, False, exclusive=True),
+    "max_concurrency": NumberSetting(4, 1, True),
+    "max_retries": NumberSetting(3, 0, True),
+    "backoff_base_s": NumberSetting(1.0, 0.0, False),
+    "rate_limit_budget_s": NumberSetting(300.0, 0.0, False),
+    "breaker_window": NumberSetting(20, 1, True),
+    "breaker_min_calls": NumberSetting(10, 0, True),
+    "breaker_failure_ratio": NumberSetting(0.5, 0.0, False, exclusive=True, maximum=1.0),
+    "breaker_cooldown_s": NumberSetting(30.0, 0.0, False),
 }
 KEYS = ("url", "method", "headers", "body", "params", "name", *SELECTOR_KEYS, *NUMBER_KEYS)
+RETIRED_KEYS = {
+    "breaker_failures": "no longer a setting: the breaker counts a failure ratio over recent "
+    "calls (breaker_window, breaker_min_calls, breaker_failure_ratio, breaker_cooldown_s; "
+    "docs/http-system.md)",
+}
 _VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
@@ -94,7 +121,11 @@ class HttpSystemConfig:
     max_concurrency: int = 4
     max_retries: int = 3
     backoff_base_s: float = 1.0
-    breaker_failures: int = 5
+    rate_limit_budget_s: float = 300.0
+    breaker_window: int = 20
+    breaker_min_calls: int = 10
+    breaker_failure_ratio: float = 0.5
+    breaker_cooldown_s: float = 30.0
     name: str | None = None
 
     @classmethod
@@ -107,7 +138,7 @@ class HttpSystemConfig:
         method = str(block.get("method", "POST")).upper()
         body = block.get("body", None if method == "GET" else DEFAULT_BODY)
         selectors = {**DEFAULT_SELECTORS, **{k: block[k] for k in SELECTOR_KEYS if k in block}}
-        numbers = {k: block.get(k, default) for k, (default, _, _) in NUMBER_KEYS.items()}
+        numbers = {key: block.get(key, number.default) for key, number in NUMBER_KEYS.items()}
         return cls(
             url=block["url"],
             method=method,
@@ -132,6 +163,10 @@ class HttpSystemConfig:
     def compiled_selectors(self) -> dict[str, JSONPath]:
         """Each configured selector, parsed."""
         return {key: parse_jsonpath(path) for key, path in self.selectors.items()}
+
+    def retry_policy(self) -> RetryPolicy:
+        """The retry policy of each question (`timeout_s` is the HTTP client's, per attempt)."""
+        return RetryPolicy(self.max_retries, self.backoff_base_s, self.rate_limit_budget_s)
 
 
 def resolve_http_config(
@@ -168,7 +203,7 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
     if not isinstance(block, Mapping):
         return [("http", f"must be a mapping of http settings, got {block!r}")]
     problems = [
-        (f"http.{key}", f"unknown setting (known: {', '.join(KEYS)})")
+        (f"http.{key}", RETIRED_KEYS.get(key, f"unknown setting (known: {', '.join(KEYS)})"))
         for key in block
         if key not in KEYS
     ]
@@ -195,9 +230,11 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
     for key in SELECTOR_KEYS:
         if key in block:
             problems += _selector_problems(key, block[key])
-    for key, (_, minimum, integer) in NUMBER_KEYS.items():
+    for key in NUMBER_KEYS:
         if key in block:
-            problems += _number_problems(key, block[key], minimum, integer)
+            problems += _number_problems(key, block[key], NUMBER_KEYS[key])
+    if not {"http.breaker_window", "http.breaker_min_calls"} & {key for key, _ in problems}:
+        problems += _breaker_problems(block)
     name = block.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         problems.append(("http.name", f"must be a non-empty system name, got {name!r}"))
@@ -323,17 +360,30 @@ def _selector_problems(key: str, selector: object) -> list[tuple[str, str]]:
     return []
 
 
-def _number_problems(
-    key: str, value: object, minimum: float, integer: bool
-) -> list[tuple[str, str]]:
-    kind = "an integer" if integer else "a number"
-    bound = "> 0" if key == "timeout_s" else f">= {minimum}"
+def _number_problems(key: str, value: object, setting: NumberSetting) -> list[tuple[str, str]]:
+    kind = "an integer" if setting.integer else "a number"
+    bound = f"{'>' if setting.exclusive else '>='} {setting.minimum:g}"
+    if setting.maximum is not None:
+        bound += f" and <= {setting.maximum:g}"
+    integer = setting.integer
     number = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
     if (
         not number
         or not math.isfinite(value)  # type: ignore[arg-type]
-        or value < minimum  # type: ignore[operator]
-        or (key == "timeout_s" and value == 0)
+        or value < setting.minimum  # type: ignore[operator]
+        or (setting.exclusive and value == setting.minimum)
+        or (setting.maximum is not None and value > setting.maximum)  # type: ignore[operator]
     ):
         return [(f"http.{key}", f"must be {kind} {bound}, got {value!r}")]
     return []
+
+
+def _breaker_problems(block: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`breaker_min_calls` may not exceed `breaker_window` (both valid numbers)."""
+    window = block.get("breaker_window", NUMBER_KEYS["breaker_window"].default)
+    min_calls = block.get("breaker_min_calls", NUMBER_KEYS["breaker_min_calls"].default)
+    if min_calls <= window:
+        return []
+    key = "breaker_min_calls" if "breaker_min_calls" in block else "breaker_window"
+    problem = f"breaker_min_calls ({min_calls!r}) must be at most breaker_window ({window!r})"
+    return [(f"http.{key}", problem)]

@@ -4,13 +4,20 @@
 `max_concurrency` requests in flight; the questions of one session go one after another in
 `turn` order (a stateful service sees its conversation in order), sessions in parallel.
 
-Each question is one call, retried as `retry_delay` decides (the one place of the retry policy):
-timeouts, connection errors, 408 and 5xx replies are retried with exponential backoff and
-jitter; a 429 waits at least its `Retry-After` (capped at 60 s); any other status and an
-unusable reply are final. After `breaker_failures` failed attempts in a row the remaining
-questions are not sent (the LLM client's circuit breaker). A question that still fails is an
-error row (`error` starts with `timeout`, `connection error`, `HTTP <status>`, `invalid reply`
-or `circuit breaker open`, with a short, escaped snippet of the reply); the run goes on.
+Failures follow the project's one policy, shared with the judge and the generator
+(`llm.failures`): each question runs through `retry_sync`, and `HttpRag.attempt` raises what
+`classify` reads: `httpx.HTTPStatusError` with the response for a non-2xx reply (429: rate
+limited, waited out after its `Retry-After` within `rate_limit_budget_s`, without using up
+`max_retries`; 408 and 5xx: transient, retried with exponential backoff and jitter; any other
+status: permanent), httpx's timeout and transport errors (transient; a refused connection
+counts towards the breaker at once), `InvalidReply` for a 2xx reply that cannot be used
+(permanent). Every failed attempt feeds the circuit breaker by its one rule
+(`CircuitBreaker.observe`); the breaker is shared by every `HttpRag` of the process with the same
+URL (`shared_breaker`), opens on a failure ratio over recent calls and half-opens with one probe
+after `breaker_cooldown_s` (the other questions wait for it). A question that still fails is an
+error row (`error` starts with `timeout`, `connection error`, `HTTP <status>`, `invalid reply`,
+`rate limited` or `circuit breaker open`, with a short, escaped snippet of the reply); the run
+goes on.
 
 `total_latency_ms` is the wall time of the attempt that succeeded (request sent → reply read);
 error rows have no latency. Retrieval and generation latencies come from the reply when their
@@ -41,9 +48,9 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.llm.breaker import CircuitBreaker
-from rag_eval_pipeline.llm.client import MAX_ERROR_CHARS
-from rag_eval_pipeline.llm.failures import MAX_BACKOFF_S, backoff_delay, retry_after_s
+from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
+from rag_eval_pipeline.llm.client import MAX_ERROR_CHARS, PROBE_POLL_S
+from rag_eval_pipeline.llm.failures import Decision, FailureClass, NotCalled, retry_sync
 from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.systems.http_config import (
@@ -58,50 +65,21 @@ logger = logging.getLogger(__name__)
 
 MAX_REPLY_BYTES = 16 << 20
 SNIPPET_CHARS = 200
-TIMEOUT, CONNECTION, STATUS, REPLY = "timeout", "connection error", "http", "invalid reply"
+TIMEOUT, CONNECTION, REPLY = "timeout", "connection error", "invalid reply"
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently a failed call is repeated."""
-
-    max_retries: int = 3
-    backoff_base_s: float = 1.0
-
-
-@dataclass(frozen=True)
-class CallFailure:
-    """One failed attempt: `kind` is `TIMEOUT`, `CONNECTION`, `STATUS` (a non-2xx `status`) or
-    `REPLY` (a 2xx reply that cannot be used); `message` is already redacted and escaped."""
-
-    kind: str
-    message: str
-    status: int | None = None
-    retry_after_s: float | None = None
-
-
-def retry_delay(failure: CallFailure, attempt: int, policy: RetryPolicy) -> float | None:
-    """Seconds to wait before repeating a call whose attempt number `attempt` (1-based) failed,
-    or None when the failure is final: out of retries, or not transient. Transient: timeouts,
-    connection errors, 408, 429 and 5xx; a 429 (or 503) waits at least its `Retry-After`."""
-    if attempt > policy.max_retries:
-        return None
-    status = failure.status
-    transient = failure.kind in (TIMEOUT, CONNECTION) or (
-        status is not None and (status in (408, 429) or status >= 500)
-    )
-    if not transient:
-        return None
-    asked = min(MAX_BACKOFF_S, failure.retry_after_s or 0.0)
-    return max(backoff_delay(attempt, policy.backoff_base_s), asked)
+class InvalidReply(ValueError):
+    """A 2xx reply that cannot be used (not JSON, too large): permanent, never retried."""
 
 
 @dataclass
 class HttpUsage:
-    """What one `answer` call spent: requests sent (retries included), retries, error rows."""
+    """What one `answer` call spent: requests sent (retries included), retries (every request
+    after a question's first), 429s waited out, error rows."""
 
     calls: int = 0
     retries: int = 0
+    rate_limited: int = 0
     errors: int = 0
 
     def as_metadata(self) -> dict[str, int]:
@@ -131,10 +109,11 @@ class HttpRag:
         self.name = self._redact(config.system_name)
         self.texts = corpus_texts(corpus)
         self.selectors = config.compiled_selectors()
-        self.policy = RetryPolicy(config.max_retries, config.backoff_base_s)
+        self.policy = config.retry_policy()
         self.usage = HttpUsage()
-        failures = config.breaker_failures  # in a row: every one of the last `failures` calls
-        self.breaker = CircuitBreaker(max(1, failures), failures, 1.0)
+        self.breaker = shared_breaker(
+            ("http", config.url), lambda: CircuitBreaker.from_settings(config)
+        )
         self._lock = threading.Lock()
 
     def answer(self, queries: pd.DataFrame) -> pd.DataFrame:
@@ -142,10 +121,8 @@ class HttpRag:
         self.usage = HttpUsage()
         values = request_values(queries)
         rows: list[dict[str, Any]] = [{} for _ in values]
-        limits = httpx.Limits(max_connections=self.config.max_concurrency)
-        timeout = httpx.Timeout(self.config.timeout_s)
         with (
-            httpx.Client(headers=self.headers, timeout=timeout, limits=limits) as client,
+            self.client() as client,
             ThreadPoolExecutor(self.config.max_concurrency, "http-system") as pool,
         ):
 
@@ -158,6 +135,12 @@ class HttpRag:
         frame = pd.DataFrame(rows, columns=RAG_OUTPUT_COLUMNS)
         self.usage.errors = int(frame["error"].notna().sum())
         return frame
+
+    def client(self) -> httpx.Client:
+        """An HTTP client with the configured headers, per-attempt timeout and connections."""
+        limits = httpx.Limits(max_connections=self.config.max_concurrency)
+        timeout = httpx.Timeout(self.config.timeout_s)
+        return httpx.Client(headers=self.headers, timeout=timeout, limits=limits)
 
     def _row(self, client: httpx.Client, values: Mapping[str, Any]) -> dict[str, Any]:
         outcome = self._call(client, values)
@@ -184,97 +167,101 @@ class HttpRag:
 
     def _call(self, client: httpx.Client, values: Mapping[str, Any]) -> tuple[Any, float] | str:
         """The parsed reply to one question and the latency of the attempt that got it, or the
-        error text of the last failed attempt."""
-        attempt = 0
-        while True:
-            with self._lock:
-                if not self.breaker.allow():
-                    return self._redact(self.breaker.message)
-                self.usage.calls += 1
-                self.usage.retries += int(attempt > 0)
-            attempt += 1
-            started = time.perf_counter()
-            outcome = self._attempt(client, values, started)
-            latency_ms = (time.perf_counter() - started) * 1000
-            failure = outcome if isinstance(outcome, CallFailure) else None
-            with self._lock:
-                if failure is None:
-                    self.breaker.record_success()
-                    opened = False
-                else:
-                    opened = self.breaker.record_failure(failure.message)
-            if opened:
-                logger.warning("%s: %s", self.name, self._redact(self.breaker.message))
-            if failure is None:
-                return outcome, latency_ms
-            delay = retry_delay(failure, attempt, self.policy)
-            if delay is None:
-                return f"{failure.message} ({attempt} attempt{'s' * (attempt > 1)})"
-            logger.info(
-                "%s attempt %d failed, retrying in %.2fs: %s",
-                self.name,
-                attempt,
-                delay,
-                failure.message,
-            )
-            time.sleep(delay)
+        error text of the last failed attempt, under the shared retry policy."""
+        sent = 0
 
-    def _attempt(
-        self, client: httpx.Client, values: Mapping[str, Any], started: float
-    ) -> Any | CallFailure:
-        """Send the request once and read at most `MAX_REPLY_BYTES` of its reply."""
+        def attempt() -> tuple[Any, float]:
+            nonlocal sent
+            while self.breaker.probing:  # a half-open breaker's probe decides for all
+                time.sleep(PROBE_POLL_S)
+            if not self.breaker.allow():
+                raise NotCalled(self._redact(self.breaker.message))
+            with self._lock:
+                self.usage.calls += 1
+                self.usage.retries += int(sent > 0)
+            sent += 1
+            return self.attempt(client, values)
+
+        outcome = retry_sync(attempt, self.policy, self._observe)
+        if outcome.value is not None:
+            self.breaker.record_success()
+            return outcome.value
+        error = outcome.error
+        assert error is not None
+        text = outcome.explained(str(error), self.policy)
+        if isinstance(error, NotCalled):
+            return text
+        return f"{text} ({sent} attempt{'s' * (sent > 1)})"
+
+    def _observe(self, error: BaseException, decision: Decision) -> None:
+        """Feed one failed attempt to the breaker, the counters and the log."""
+        if decision.failure is FailureClass.RATE_LIMITED:
+            with self._lock:
+                self.usage.rate_limited += 1
+        if self.breaker.observe(error, decision, str(error)):
+            logger.warning("%s: %s", self.name, self._redact(self.breaker.message))
+        if decision.delay_s is not None:
+            logger.info(
+                "%s attempt %d failed (%s), retrying in %.2fs: %s",
+                self.name,
+                decision.attempt,
+                decision.failure,
+                decision.delay_s,
+                error,
+            )
+
+    def attempt(self, client: httpx.Client, values: Mapping[str, Any]) -> tuple[Any, float]:
+        """Send one question once: its parsed JSON reply (at most `MAX_REPLY_BYTES` read) and
+        the wall time in ms; or raise what `llm.failures.classify` reads (see the module
+        docstring), its message redacted and escaped."""
         config = self.config
         params = {key: render_template(str(v), values) for key, v in config.params.items()}
         body = None
         if config.body is not None:
             body = json.dumps(render_template(config.body, values), ensure_ascii=False)
+        request = client.build_request(
+            config.method,
+            config.url,
+            params={k: "" if v is None else str(v) for k, v in params.items()} or None,
+            content=None if body is None else body.encode("utf-8"),
+            headers=None if body is None else {"Content-Type": "application/json"},
+        )
+        started = time.perf_counter()
         try:
-            request = client.build_request(
-                config.method,
-                config.url,
-                params={k: "" if v is None else str(v) for k, v in params.items()} or None,
-                content=None if body is None else body.encode("utf-8"),
-                headers=None if body is None else {"Content-Type": "application/json"},
-            )
             response = client.send(request, stream=True)
             try:
                 content = self._read(response, started)
             finally:
                 response.close()
-        except httpx.TimeoutException:
-            return self._timeout()
+        except httpx.TimeoutException as error:
+            raise type(error)(self._timeout(), request=request) from error
         except httpx.DecodingError as error:
-            return CallFailure(REPLY, self._redact(f"{REPLY}: {_describe(error)}"))
+            raise InvalidReply(self._redact(f"{REPLY}: {_describe(error)}")) from None
         except httpx.RequestError as error:
-            return CallFailure(CONNECTION, self._redact(f"{CONNECTION}: {_describe(error)}"))
-        if isinstance(content, CallFailure):
-            return content
+            message = self._redact(f"{CONNECTION}: {_describe(error)}")
+            raise type(error)(message, request=request) from error
+        latency_ms = (time.perf_counter() - started) * 1000
         if not response.is_success:
-            status_error = httpx.HTTPStatusError("", request=request, response=response)
-            return CallFailure(
-                STATUS,
-                f"HTTP {response.status_code}: {self._snippet(content)}",
-                status=response.status_code,
-                retry_after_s=retry_after_s(status_error),
-            )
+            message = f"HTTP {response.status_code}: {self._snippet(content)}"
+            raise httpx.HTTPStatusError(message, request=request, response=response)
         try:
-            return json.loads(content)
+            return json.loads(content), latency_ms
         except (ValueError, RecursionError):
-            return CallFailure(REPLY, f"{REPLY}: not JSON: {self._snippet(content)}")
+            raise InvalidReply(f"{REPLY}: not JSON: {self._snippet(content)}") from None
 
-    def _read(self, response: httpx.Response, started: float) -> bytes | CallFailure:
+    def _read(self, response: httpx.Response, started: float) -> bytes:
         chunks, size = [], 0
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > MAX_REPLY_BYTES:
-                return CallFailure(REPLY, f"{REPLY}: larger than {MAX_REPLY_BYTES >> 20} MiB")
+                raise InvalidReply(f"{REPLY}: larger than {MAX_REPLY_BYTES >> 20} MiB")
             if time.perf_counter() - started > self.config.timeout_s:
-                return self._timeout()
+                raise httpx.ReadTimeout(self._timeout(), request=response.request)
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def _timeout(self) -> CallFailure:
-        return CallFailure(TIMEOUT, f"{TIMEOUT}: no reply within {self.config.timeout_s:g} s")
+    def _timeout(self) -> str:
+        return f"{TIMEOUT}: no reply within {self.config.timeout_s:g} s"
 
     def _fields(self, reply: Any) -> dict[str, Any] | str:
         """The output columns the selectors find in `reply`, or the error text when the answer
