@@ -649,12 +649,14 @@ def cmd_scorecard(args: argparse.Namespace) -> int:
         for folder in version_folders(DATASETS_DIR)
         if VERSION_NAME_PATTERN.fullmatch(folder.name)
     ]
-    found = [store.read_scorecard(version, args.date) for version in versions]
+    stored = sorted({day for version in versions for day in store.scorecard_dates(version)})
+    date = args.date or (stored[-1] if stored else _today())
+    found = [store.read_scorecard(version, date) for version in versions]
     present = [frame for frame in found if frame is not None]
     if not present:
         print(
             terminal_text(
-                f"No scorecard stored for {', '.join(versions)} on {args.date}: run "
+                f"No scorecard stored for {', '.join(versions)} on {date}: run "
                 "`rag-eval run` first."
             ),
             file=sys.stderr,
@@ -803,7 +805,9 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.set_defaults(handler=cmd_estimate)
     scorecard = commands.add_parser("scorecard", help="print stored scorecards")
     scorecard.add_argument("--dataset-version", action="append", help="default: all")
-    scorecard.add_argument("--date", type=_valid_date, default=_today())
+    scorecard.add_argument(
+        "--date", type=_valid_date, default=None, help="default: the latest date evaluated"
+    )
     scorecard.add_argument("--format", choices=("table", "json"), default="table")
     scorecard.add_argument("--all", action="store_true", help="print every metric row")
     scorecard.add_argument(
