@@ -1,4 +1,4 @@
-"""A run that judges through the `llm_judge` pool, for `test_llm_pools.py`: one process each.
+"""A run that judges through the `llm_judge` pool, one process each (`test_postgres_instance.py`).
 
 ``python -m rag_eval_pipeline_tests.pool_worker BASE_URL LABEL N CONCURRENCY`` materializes one
 asset in the `llm_judge` concurrency pool on the instance of ``$DAGSTER_HOME``; the asset sends N

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,7 @@ from sqlalchemy.engine import make_url
 
 from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
@@ -48,6 +51,7 @@ from rag_eval_pipeline_tests.conftest import (
     request_asset_backfill,
     stop_process_group,
 )
+from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_run_ownership import (
     VERSION,
     WAIT_S,
@@ -239,3 +243,61 @@ def test_the_daemon_fails_a_killed_run_and_runs_a_backfill_four_at_a_time(
         assert 2 <= most_runs_at_once(instance, records) <= MAX_CONCURRENT_RUNS, log
     assert run_status(orphan.run_id) == DagsterRunStatus.FAILURE, log
     assert f"pid {orphan.tags['rag_eval/owner_pid']} " in failure_message(orphan.run_id)
+
+
+POOL_LIMIT, CONCURRENCY, PROMPTS = 1, 4, 16
+
+
+def start_pooled_run(home: Path, base_url: str, label: str, cache: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
+    command = [
+        sys.executable,
+        "-m",
+        "rag_eval_pipeline_tests.pool_worker",
+        base_url,
+        label,
+        str(PROMPTS),
+        str(CONCURRENCY),
+        str(cache),
+    ]
+    return subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+
+
+def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """One budget across runs (the `llm_judge` pool, limit lowered to 1): two processes judging
+    at once through one PostgreSQL instance never put more than pool limit × max_concurrency
+    requests in flight. PostgreSQL claims a slot with SELECT ... FOR UPDATE SKIP LOCKED; Dagster's
+    SQLite storage has no such lock, so two processes claiming at the same instant can both win
+    (docs/providers.md)."""
+    home = deployment.home("home")
+    config = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+    assert config["concurrency"]["pools"]["granularity"] == "op"
+    config["concurrency"]["pools"]["default_limit"] = POOL_LIMIT
+    (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+    # Each run's judging takes PROMPTS / CONCURRENCY × 1 s = 4 s, longer than the processes'
+    # start-up skew, so without the pool the two would overlap.
+    with run_openai_server(latency_s=1.0) as server:
+        runs = [
+            start_pooled_run(home, server.base_url, label, tmp_path / "cache") for label in "ab"
+        ]
+        deadline = time.monotonic() + 240
+        codes = [run.wait(timeout=max(1.0, deadline - time.monotonic())) for run in runs]
+        requests = list(server.requests)
+
+    assert codes == [0, 0]
+    with DagsterInstance.from_config(str(home)) as instance:
+        pool = instance.event_log_storage.get_concurrency_info(LLM_JUDGE_POOL)
+    assert pool.slot_count == POOL_LIMIT  # the steps claimed slots of the configured pool
+    assert len(requests) == 2 * PROMPTS
+    assert server.max_in_flight <= POOL_LIMIT * CONCURRENCY
+    # The pool serialized the runs' judging steps: one run's requests all ended before the
+    # other's began (without the pool both would overlap, 2 × CONCURRENCY in flight).
+    spans = {
+        label: [r for r in requests if r.body["messages"][-1]["content"].startswith(label)]
+        for label in "ab"
+    }
+    first, second = sorted(spans.values(), key=lambda rs: min(r.started_at for r in rs))
+    assert max(r.finished_at or 0.0 for r in first) <= min(r.started_at for r in second)
