@@ -11,6 +11,10 @@ would halve the limit every round trip, down to 3 of 32 in the benchmark; with i
 waiting out a ``Retry-After`` or a backoff holds no slot, so the slots keep the provider busy with
 other prompts meanwhile.
 
+A freed slot is handed to the longest-waiting request directly (first in, first out, as
+`asyncio.Semaphore` does): one wake-up per slot, not one per waiter, so a long queue of prompts
+costs the event loop nothing while it waits.
+
 Used from one event loop (the LLM client's); not thread-safe.
 """
 
@@ -19,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 
 class AdaptiveLimit:
@@ -36,7 +41,7 @@ class AdaptiveLimit:
         self._in_flight = 0
         self._epoch = 0  # decreases so far
         self._hold_until = 0.0  # no decrease before this time (monotonic seconds)
-        self._changed = asyncio.Condition()
+        self._waiters: deque[asyncio.Future[None]] = deque()
         self.lowest = maximum  # the lowest limit reached, for metadata
         self.peak_in_flight = 0
 
@@ -52,20 +57,45 @@ class AdaptiveLimit:
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[int]:
         """Hold one slot for the block; yields the epoch to pass to `rate_limited`."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self._in_flight < self.limit)
-            self._in_flight += 1
-            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        if self._waiters or self._in_flight >= self.limit:
+            granted = asyncio.get_running_loop().create_future()
+            self._waiters.append(granted)
+            try:
+                await granted
+            except asyncio.CancelledError:
+                if granted.cancelled():
+                    with suppress(ValueError):
+                        self._waiters.remove(granted)
+                else:  # the slot was handed over just before the cancellation
+                    self._release()
+                raise
+        else:
+            self._take()
         try:
             yield self._epoch
         finally:
-            async with self._changed:
-                self._in_flight -= 1
-                self._changed.notify_all()
+            self._release()
+
+    def _take(self) -> None:
+        self._in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+
+    def _release(self) -> None:
+        self._in_flight -= 1
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """Give the free slots to the longest-waiting requests."""
+        while self._waiters and self._in_flight < self.limit:
+            granted = self._waiters.popleft()
+            if not granted.done():
+                self._take()
+                granted.set_result(None)
 
     def succeeded(self) -> None:
-        """A request got its reply: additive increase (the waiters see it on the next release)."""
+        """A request got its reply: additive increase, which may free a slot for a waiter."""
         self._limit = min(float(self.maximum), self._limit + self.increase)
+        self._hand_over()
 
     def rate_limited(self, epoch: int, hold_s: float = 0.0) -> None:
         """A request sent in `epoch` was rate limited and asked to wait `hold_s`: multiplicative
