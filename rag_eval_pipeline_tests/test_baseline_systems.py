@@ -12,7 +12,9 @@ from rag_eval_pipeline.evaluation.regression import (
     RegressionRule,
     compare_partitions,
 )
+from rag_eval_pipeline.evaluation.retrieval import REAL_USERS_SYSTEM
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
+from rag_eval_pipeline.evaluation.traffic import TRAFFIC_SYSTEM
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.retrievers import RETRIEVERS
@@ -55,16 +57,17 @@ def test_baseline_systems_demote_primary_to_secondary_only(
 
 def test_shipped_baselines_are_the_reference_retrievers_and_no_other_system() -> None:
     assert sorted(SHIPPED.baseline_systems) == sorted(RETRIEVERS)
-    systems = [*RETRIEVERS, REFERENCE_RAG, "production-bm25", "real-users"]
+    systems = [*RETRIEVERS, REFERENCE_RAG, "production-bm25", REAL_USERS_SYSTEM]
     rows = [quality(m, 0.5, system=s) for s in systems for m in ("ndcg@10", "hit_rate@5")]
     scorecard = card(*rows, thresholds=SHIPPED)
     roles = scorecard.groupby("system")["role"].unique().map(list).to_dict()
     assert roles == {s: ["secondary" if s in RETRIEVERS else "primary"] for s in systems}
     judge = card(
-        quality("kappa_judge_vs_rater_a", 0.7, tier="judge_reliability"), thresholds=SHIPPED
+        quality("kappa_judge_vs_rater_a", 0.7, tier="judge_reliability", system="judge-model"),
+        thresholds=SHIPPED,
     )
     traffic = card(
-        quality("error_rate", 0.1, tier="traffic", system="production"), thresholds=SHIPPED
+        quality("error_rate", 0.1, tier="traffic", system=TRAFFIC_SYSTEM), thresholds=SHIPPED
     )
     assert judge["role"].tolist() == ["monitor"] and traffic["role"].tolist() == ["primary"]
 
