@@ -6,8 +6,10 @@ documents of a reranker, HitRate@5 = 0.67), scored by the project's own code:
 
 * **Tier 1**: `--systems` retrieval systems × the 20 default metrics (`metrics.retrieval`),
   primaries `ndcg@10` and `hit_rate@5` as shipped in `config/thresholds.yaml`. The system
-  under test ranks with the real reranker scores; each other system adds a fixed N(0, 0.03) to
-  them (a different but similar retriever);
+  under test ranks with the real reranker scores; each other system (`system_1`, ...) adds a
+  fixed N(0, 0.03) to them (a different but similar retriever). The others are comparison
+  baselines, as the shipped reference retrievers are: `system_*` joins the shipped
+  `roles.baseline_systems`, so their primary metrics are secondary;
 * **Tier 2**: five judged scores of the system under test (`avg_faithfulness` primary, four
   secondary): each item has a latent quality m_i ~ U(0.4, 1) and a judgment
   clip(m_i + N(0, 0.1), 0, 1), cached (the same on both days unless the item is re-judged);
@@ -44,8 +46,9 @@ Rules, each applied to the same pair of days:
   tolerance, and the effect rule for rows without per-item values. It is computed from the
   new rule's table (`flat_alerts`): a row that did not move the bad way enters with p = 1
   instead of its p-value in the bad direction, which is ≥ ½ and cannot change a rejection;
-* `new`: `evaluation.regression.compare_partitions` with the shipped roles, alert budget and
-  untested tolerance — what `metric_regressions` does;
+* `new`: `evaluation.regression.compare_partitions` with the shipped roles (and the other
+  systems as baseline systems), alert budget and untested tolerance — what
+  `metric_regressions` does;
 * `oracle`: the changed metric's own one-sided test (the one the new rule runs on it: exact,
   or Monte Carlo beyond 40 changed items) alone at α: p < α in the bad direction. No rule
   holding its false alerts on that metric at α detects more.
@@ -64,7 +67,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +94,7 @@ SCIFACT = Path(__file__).resolve().parents[1] / "data" / "datasets" / "scifact-t
 VERSION = "sim"
 RETRIEVAL, JUDGED, RELIABILITY = "tier1_retrieval", "tier2_generation", "judge_reliability"
 SUT = "sut"
+OTHER = "system_"  # the other systems: system_1, system_2, ..., comparison baselines
 JUDGED_METRICS = (
     "avg_faithfulness",
     "avg_answer_relevance",
@@ -283,7 +287,7 @@ class Simulator:
             0, SYSTEM_SPREAD, (systems - 1, *data.scores.shape)
         )
         self.latent = {SUT: data.scores} | {
-            f"system_{i + 1}": data.scores + spread[i] for i in range(systems - 1)
+            f"{OTHER}{i + 1}": data.scores + spread[i] for i in range(systems - 1)
         }
         # the collapse's golden set: a relevant document first, and ranks 21–100 to move it to
         golden = data.relevant[:, 0] & np.isfinite(data.scores).all(axis=1)
@@ -429,8 +433,11 @@ def day_to_day_changes(data: Rankings, noise: Noise, seed: int, pairs: int = 10)
 
 
 def shipped_rule() -> tuple[Thresholds, RegressionRule]:
-    """The shipped thresholds and the rule `metric_regressions` builds from them."""
+    """The shipped thresholds, the simulated other systems among their baseline systems (as
+    the shipped reference retrievers are), and the rule `metric_regressions` builds from them."""
     thresholds = Thresholds.load(THRESHOLDS_FILE)
+    baselines = [*thresholds.baseline_systems, f"{OTHER}*"]
+    thresholds = replace(thresholds, baseline_systems=baselines)
     rule = RegressionRule(
         primary_share=thresholds.primary_share, untested_tolerance=thresholds.untested_tolerance
     )
@@ -549,10 +556,12 @@ def main() -> None:
         table = pd.DataFrame([row for block in done for row in block.result()])
     elapsed = time.perf_counter() - started
     cpu = time.process_time() + sum(os.times()[2:4])
+    baselines = ", ".join(shipped_rule()[0].baseline_systems)
     print(
-        f"\n{args.days} simulated days per row, {args.systems} retrieval systems, "
-        f"{elapsed:.0f} s wall, {cpu:.0f} s CPU, {args.jobs} processes; detection: the changed "
-        "metric alerted; no change: any alert (oracle: its test of hit_rate@5)"
+        f"\n{args.days} simulated days per row, {args.systems} retrieval systems (baseline "
+        f"systems: {baselines}), {elapsed:.0f} s wall, {cpu:.0f} s CPU, {args.jobs} processes; "
+        "detection: the changed metric alerted; no change: any alert (oracle: its test of "
+        "hit_rate@5)"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:.1%}"))
     print_goals(table)

@@ -231,7 +231,7 @@ def test_nan_on_both_dates_is_not_comparable_and_never_alerted() -> None:
 
 def test_monitored_metrics_are_tested_but_never_alerted() -> None:
     kappa = "kappa_judge_vs_rater_a"
-    assert SHIPPED.role("judge_reliability", kappa, "v") == "monitor"
+    assert SHIPPED.role("judge_reliability", "judge-model", kappa, "v") == "monitor"
     verdicts = compare_partitions(
         PartitionScores(
             "v",
@@ -294,7 +294,7 @@ def test_shipped_roles_match_the_decision_metrics() -> None:
         ["tier1_retrieval", "tier2_generation", "tier3_e2e", "traffic"],
         ["ndcg@10", "hit_rate@5", "mrr", "avg_faithfulness", "error_rate", "avg_e2e_score"],
     ):
-        role = SHIPPED.role(tier, metric, "any")
+        role = SHIPPED.role(tier, "reference-rag", metric, "any")
         assert (role == "primary") == ((tier, metric) in expected), (tier, metric)
 
 

@@ -23,6 +23,9 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, RunScorer
 from rag_eval_pipeline.storage.batches import TableBatches, query_chunks
 from rag_eval_pipeline.systems.retrievers import (
+    BM25,
+    DENSE,
+    HYBRID,
     RUN_COLUMNS,
     bm25_scores,
     dense_scores,
@@ -77,16 +80,16 @@ def reference_runs(
     documents = document_texts(corpus)
     depth_with_skip = depth + skip_top
     dense = top_k_run(
-        dense_scores(query_vectors, doc_vectors), query_ids, doc_ids, depth_with_skip, "dense"
+        dense_scores(query_vectors, doc_vectors), query_ids, doc_ids, depth_with_skip, DENSE
     )
     bm25 = top_k_run(
         bm25_scores(queries["question"].tolist(), documents),
         query_ids,
         doc_ids,
         depth_with_skip,
-        "bm25",
+        BM25,
     )
-    hybrid = reciprocal_rank_fusion(dense, bm25, system="hybrid-rrf", k=depth_with_skip)
+    hybrid = reciprocal_rank_fusion(dense, bm25, system=HYBRID, k=depth_with_skip)
     runs = pd.concat([dense, bm25, hybrid], ignore_index=True)
     if skip_top:
         runs = runs[runs["rank"] > skip_top].assign(rank=lambda r: r["rank"] - skip_top)

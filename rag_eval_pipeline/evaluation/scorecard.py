@@ -60,6 +60,8 @@ class Thresholds:
     default_regression: float = 0.05
     tier_roles: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     default_role: str = SECONDARY
+    # systems whose rows are comparison baselines (`name` or `prefix*`): never primary
+    baseline_systems: Sequence[str] = ()
     primary_share: float = 0.8
     untested_tolerance: float = 0.2
 
@@ -76,6 +78,7 @@ class Thresholds:
             default_regression=float((raw.get("defaults") or {}).get("regression", 0.05)),
             tier_roles=roles.get("tiers") or {},
             default_role=roles.get("default", SECONDARY),
+            baseline_systems=roles.get("baseline_systems") or (),
             primary_share=float((raw.get("alert_budget") or {}).get(PRIMARY, 0.8)),
             untested_tolerance=float(raw.get("untested_tolerance", 0.2)),
         )
@@ -83,8 +86,18 @@ class Thresholds:
         return thresholds
 
     def check(self, path: Path) -> None:
-        """Raise `ValueError` naming the file, key and value of an unknown role or a budget
-        outside (0, 1)."""
+        """Raise `ValueError` naming the file, key and value of an unknown role, baseline
+        systems that are not a list of names, or a budget outside (0, 1)."""
+        baselines = self.baseline_systems
+        if not isinstance(baselines, list | tuple):
+            raise ValueError(
+                f"{path}: roles.baseline_systems: {baselines!r} is not a list of system names"
+            )
+        for i, name in enumerate(baselines):
+            if not isinstance(name, str) or not name:
+                raise ValueError(
+                    f"{path}: roles.baseline_systems[{i}]: {name!r} is not a system name"
+                )
         named = [("roles.default", self.default_role)]
         named += [
             (f"roles.tiers.{tier}", role) for tier, by in self.tier_roles.items() for role in by
@@ -106,16 +119,24 @@ class Thresholds:
         if not self.untested_tolerance > 0.0:
             raise ValueError(f"{path}: untested_tolerance: {self.untested_tolerance!r} is not > 0")
 
-    def role(self, tier: str, metric: str, version: str) -> str:
-        """The metric's role: a `role` in its rule (version overrides win), else the first role
-        of its tier whose patterns match it (`name` or `prefix*`), else the default role."""
+    def role(self, tier: str, system: str, metric: str, version: str) -> str:
+        """The role of `metric` of `system`: a `role` in the metric's rule (version overrides
+        win), else the first role of its tier whose patterns match it (`name` or `prefix*`),
+        else the default role; last, a `primary` role is `secondary` when `system` is a
+        comparison baseline (`baseline_systems`, same patterns): the primaries' budget is the
+        systems under test's."""
         rule = self.rule(metric, version)
-        if "role" in rule:
-            return str(rule["role"])
-        for role, patterns in self.tier_roles.get(tier, {}).items():
-            if _match({pattern: True for pattern in patterns}, metric):
-                return role
-        return self.default_role
+        role = rule.get("role")
+        if role is None:
+            matching = (
+                r
+                for r, patterns in self.tier_roles.get(tier, {}).items()
+                if _match(dict.fromkeys(patterns, True), metric)
+            )
+            role = next(matching, self.default_role)
+        if role == PRIMARY and _match(dict.fromkeys(self.baseline_systems, True), str(system)):
+            return SECONDARY
+        return str(role)
 
     def with_defaults(self, rules: dict[str, dict[str, Any]]) -> Thresholds:
         """These thresholds with `rules` for metrics the file does not name (e.g. the bands
@@ -175,7 +196,8 @@ def build_scorecard(
     rows["regression_threshold"] = [float(r["regression"]) for r in rules]
     rows["regression_min_change"] = [float(r["min_change"]) for r in rules]
     rows["role"] = [
-        thresholds.role(t, m, version) for t, m in zip(rows["tier"], rows["metric"], strict=True)
+        thresholds.role(t, s, m, version)
+        for t, s, m in zip(rows["tier"], rows["system"], rows["metric"], strict=True)
     ]
     rows = rows.assign(dataset_version=version, date=date)
     return rows[SCORECARD_COLUMNS].sort_values(["tier", "system", "metric"], kind="stable")

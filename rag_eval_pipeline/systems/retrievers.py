@@ -18,6 +18,9 @@ import numpy as np
 import pandas as pd
 
 RUN_COLUMNS = ["system", "query_id", "doc_id", "rank", "score"]
+# The retrievers' names: Tier 1's reference runs and the reference RAG's `retriever` option.
+DENSE, BM25, HYBRID = "dense", "bm25", "hybrid-rrf"
+RETRIEVERS = (DENSE, BM25, HYBRID)
 TOKEN_PATTERN = re.compile(r"(?u)\b\w+\b")
 RRF_K = 60
 

@@ -27,6 +27,10 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.rag import ReferenceRag
 from rag_eval_pipeline.systems.retrievers import (
+    BM25,
+    DENSE,
+    HYBRID,
+    RETRIEVERS,
     bm25_scores,
     dense_scores,
     document_texts,
@@ -34,8 +38,6 @@ from rag_eval_pipeline.systems.retrievers import (
     top_k_run,
 )
 
-DENSE, BM25, HYBRID = "dense", "bm25", "hybrid-rrf"
-RETRIEVERS = (DENSE, BM25, HYBRID)
 FUSION_DEPTH = 100
 VARIANT_KEYS = ("retriever", "top_k", "skip_top", "embedder")
 
