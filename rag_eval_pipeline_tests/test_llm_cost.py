@@ -6,7 +6,9 @@ token counter and cost map (a test model registered with a price, and one withou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import litellm
 import pytest
@@ -17,14 +19,25 @@ from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV, CostBudget, max_cost_from_env
 from rag_eval_pipeline.llm.client import LLMClient
-from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text, worst_case_cost
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
-from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.openai_server import echo_last_user_message, run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
 PRICED = "openai/test-judge-costed"
 INPUT_PRICE, OUTPUT_PRICE = 2e-6, 8e-6
+
+
+def words(count: int) -> Callable[[dict[str, Any]], str]:
+    """A responder whose replies are `count` words (the loopback server's output tokens)."""
+    return lambda request: " ".join(["word"] * count)
+
+
+def at_most_max_tokens(request: dict[str, Any]) -> str:
+    """The echo reply cut at the request's `max_tokens` words, as a provider stops at
+    `max_tokens` output tokens (the loopback server counts a word as a token)."""
+    return " ".join(echo_last_user_message(request).split()[: request["max_tokens"]])
 
 
 @pytest.fixture(autouse=True)
@@ -80,20 +93,59 @@ def test_a_model_without_price_is_unknown_not_free(tmp_path: Path) -> None:
 
 
 def test_spent_budget_turns_the_remaining_prompts_into_error_rows() -> None:
-    with run_openai_server() as server:
-        probe = make_client(server, model=PRICED)
-        one_call = probe.complete(ask("q 0")).cost_usd
-        server.reset()
-        budget = CostBudget(limit_usd=2.5 * one_call)
-        client = LLMClient(make_client(server, model=PRICED, max_concurrency=1).config, budget)
-        replies = client.complete_many([ask(f"q {i}") for i in range(10)])
+    prompts = [ask(f"q {i}") for i in range(10)]
+    worst_case = worst_case_cost(PRICED, prompts[0], 20)
+    assert worst_case == pytest.approx(
+        litellm.token_counter(model=PRICED, messages=prompts[0]) * INPUT_PRICE + 20 * OUTPUT_PRICE
+    )
+    with run_openai_server(responder=words(20)) as server:
+        budget = CostBudget(limit_usd=2.5 * worst_case)
+        client = LLMClient(
+            make_client(server, model=PRICED, max_tokens=20, max_concurrency=1).config, budget
+        )
+        replies = client.complete_many(prompts)
     answered = [r for r in replies if r.error is None]
     refused = [r for r in replies if r.error is not None]
-    assert len(answered) == 3 == server.request_count  # the third call crossed the limit
+    assert len(answered) == server.request_count >= 2
+    assert budget.spent_usd == pytest.approx(sum(r.cost_usd for r in answered))
+    # The next prompt's worst case no longer fitted under the cap, and nothing is held any more.
+    assert budget.spent_usd <= 2.5 * worst_case < budget.spent_usd + worst_case
+    assert budget.reserved_usd == 0.0
     assert all(r.error.startswith("budget exhausted: ") for r in refused)
-    assert MAX_COST_ENV in refused[0].error
-    assert budget.refused == client.usage.budget_refused == 7
-    assert budget.spent_usd == pytest.approx(3 * one_call)
+    assert MAX_COST_ENV in refused[0].error and "may cost $" in refused[0].error
+    assert budget.refused == client.usage.budget_refused == len(refused) > 0
+
+
+def test_calls_in_flight_never_overshoot_the_cap() -> None:
+    """8 calls at once against a cap of 2.5 worst cases: reservations keep at most 2 in flight,
+    and the replies, each about as long as `max_tokens`, never add up to more than the cap
+    (charging only on reply, all 8 would be sent and cost about 3 times the cap)."""
+    prompts = [ask(f"question number {i}") for i in range(16)]
+    worst_case = max(worst_case_cost(PRICED, p, 20) or 0.0 for p in prompts)
+    with run_openai_server(responder=words(20), latency_s=0.2) as server:
+        budget = CostBudget(limit_usd=2.5 * worst_case)
+        client = LLMClient(
+            make_client(server, model=PRICED, max_tokens=20, max_concurrency=8).config, budget
+        )
+        replies = client.complete_many(prompts)
+    answered = [r for r in replies if r.error is None]
+    assert server.max_in_flight == 2 and len(answered) == server.request_count >= 2
+    assert budget.spent_usd == pytest.approx(sum(r.cost_usd for r in answered))
+    # The cap was never overshot, and the calls went on until the next worst case did not fit.
+    assert budget.spent_usd <= budget.limit_usd < budget.spent_usd + worst_case
+    assert budget.reserved_usd == 0.0
+    assert all(r.error.startswith("budget exhausted: ") for r in replies if r not in answered)
+
+
+def test_a_capped_budget_lets_an_unpriced_model_through_and_counts_it() -> None:
+    """No price, no reservation: the prompts are sent, and their cost is counted as unknown."""
+    budget = CostBudget(limit_usd=0.01)
+    with run_openai_server() as server:
+        client = LLMClient(make_client(server, max_concurrency=4).config, budget)
+        replies = client.complete_many([ask(f"q {i}") for i in range(5)])
+    assert all(r.error is None for r in replies) and server.request_count == 5
+    assert (budget.unpriced, budget.spent_usd, budget.reserved_usd) == (5, 0.0, 0.0)
+    assert client.unpriced_calls == 5
 
 
 def test_max_cost_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,14 +165,15 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     dagster_instance: DagsterInstance,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(MAX_COST_ENV, "0.0005")
-    with run_openai_server() as server:
+    monkeypatch.setenv(MAX_COST_ENV, "0.002")  # a judge prompt's worst case: about $0.0009
+    with run_openai_server(responder=at_most_max_tokens) as server:
         judge = LLMResource(
             model=PRICED,
             api_base=server.base_url,
             api_key="sk-test",
             cache_dir=str(tmp_path / "llm-cache"),
             max_concurrency=2,
+            max_tokens=64,
         )
         result = materialize_demo_assets(
             dagster_instance,
@@ -134,8 +187,8 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     usage = run_llm_usage(dagster_instance, result.run_id)
     refused = int(usage["budget_refused"].sum())
     assert usage["calls"].sum() == requests > 0 and refused > 0
-    # Calls already in flight (at most max_concurrency) when the limit was crossed still land.
-    assert usage["cost_usd"].sum() >= 0.0005 and requests <= 6
+    # Each call held its worst case while in flight: the cap was never overshot.
+    assert 0 < usage["cost_usd"].sum() <= 0.002
     metadata = result.asset_materializations_for_node("generation_judgments")[0].metadata
     assert metadata["judge_budget_refused"].value == refused
     summary = partition_summary(
