@@ -407,6 +407,7 @@ def _materialize_date(
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+    from rag_eval_pipeline.defs.run_cost import tag_run_cost
     from rag_eval_pipeline.defs.run_ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 
@@ -445,6 +446,7 @@ def _materialize_date(
                 flush=True,
             )
         run_ids[version] = result.run_id
+        tag_run_cost(instance, result.run_id)
         if not result.success:
             failed.append(version)
     gated = _print_summary(
