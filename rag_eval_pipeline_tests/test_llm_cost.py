@@ -30,6 +30,7 @@ from rag_eval_pipeline.evaluation.cost import (
 )
 from rag_eval_pipeline.evaluation.item_scores import empty_items
 from rag_eval_pipeline.evaluation.regression import (
+    REGRESSED,
     PartitionScores,
     RegressionRule,
     compare_partitions,
@@ -303,6 +304,7 @@ def test_a_run_that_costs_three_times_more_is_shown_never_alerted() -> None:
     assert verdicts.loc[("judge", "cost_usd"), "relative_change"] == pytest.approx(
         (0.0082 - 0.0034) / 0.0034
     )
+    assert verdicts.loc[("judge", "cost_usd"), "verdict"] == REGRESSED
     assert not verdicts["alert"].any()
 
 
