@@ -308,11 +308,13 @@ def test_a_run_that_costs_three_times_more_is_shown_never_alerted() -> None:
     assert not verdicts["alert"].any()
 
 
+@pytest.mark.parametrize("command", [["estimate"], ["run", "--dry-run"]])
 def test_estimate_command_calls_nothing_and_keeps_no_result(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`rag-eval estimate` with a judge at a live loopback server: the server sees no request,
-    the judge's prompts are priced, and the result cache gains nothing made of stand-ins."""
+    """`rag-eval estimate` (or `run --dry-run`) with a judge at a live loopback server: the
+    server sees no request, the judge's prompts are priced, and the result cache gains nothing
+    made of stand-ins."""
     from rag_eval_pipeline.cli import main
     from rag_eval_pipeline.defs.resources import ResultCacheResource
 
@@ -322,7 +324,7 @@ def test_estimate_command_calls_nothing_and_keeps_no_result(
         monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", PRICED)
         monkeypatch.setenv("RAG_EVAL_JUDGE_API_BASE", server.base_url)
         monkeypatch.delenv("RAG_EVAL_GENERATOR_MODEL", raising=False)
-        code = main(["estimate", "--dataset-version", "demo-v1", "--date", "2026-11-20"])
+        code = main([*command, "--dataset-version", "demo-v1", "--date", "2026-11-20"])
         assert server.request_count == 0
     output = capsys.readouterr().out
     assert code == 0, output
@@ -330,3 +332,10 @@ def test_estimate_command_calls_nothing_and_keeps_no_result(
     assert "uncached prompt(s)" in judge_line and "unknown" not in judge_line
     assert output.splitlines()[-1].startswith("  total: <= $")
     assert (set(results.glob("*")) if results.exists() else set()) == before
+
+
+def test_dry_run_refuses_the_options_of_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from rag_eval_pipeline.cli import main
+
+    assert main(["run", "--dry-run", "--days", "3", "--select", "retrieval_metrics+"]) == 2
+    assert "it takes no --days, --select" in capsys.readouterr().err
