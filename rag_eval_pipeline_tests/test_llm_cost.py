@@ -168,6 +168,24 @@ def test_a_capped_budget_lets_an_unpriced_model_through_and_counts_it() -> None:
     assert client.unpriced_calls == 5
 
 
+def test_reservations_hold_release_and_wait() -> None:
+    budget = CostBudget(limit_usd=1.0)
+    held = [budget.reserve(0.1), budget.reserve(0.2)]
+    assert held == [0.1, 0.2] and budget.reserved_usd == pytest.approx(0.3)
+    # 0.8 does not fit beside what is held, but will once those calls land: wait, not refuse.
+    assert budget.reserve(0.8) is None and budget.could_cover(0.8)
+    budget.charge(0.05)
+    for amount in held:
+        budget.release(amount)
+    assert budget.reserved_usd == 0.0  # 0.1 + 0.2 - 0.1 - 0.2 is not 0.0 in floats
+    assert budget.reserve(0.95) == 0.95 and budget.reserve(None) is None
+    budget.release(0.95)
+    assert not budget.could_cover(0.96) and budget.reserve(None) == 0.0  # unknown: not capped
+    budget.charge(0.95)
+    assert not budget.could_cover(None) and budget.reserve(None) is None
+    assert CostBudget(limit_usd=None).reserve(123.0) == 0.0
+
+
 def test_max_cost_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(MAX_COST_ENV, raising=False)
     assert max_cost_from_env() is None

@@ -31,6 +31,9 @@ import threading
 from dataclasses import dataclass, field
 
 MAX_COST_ENV = "RAG_EVAL_MAX_COST_USD"
+# Less than this held is nothing held: sums and differences of floats leave residues, and a
+# residue must not keep a prompt waiting for calls in flight that have all landed.
+ROUNDING_USD = 1e-12
 
 
 def max_cost_from_env() -> float | None:
@@ -91,7 +94,9 @@ class CostBudget:
     def release(self, held_usd: float) -> None:
         """Give back what `reserve` held for a call that is over (answered or not)."""
         with self._lock:
-            self.reserved_usd = max(0.0, self.reserved_usd - held_usd)
+            self.reserved_usd -= held_usd
+            if self.reserved_usd < ROUNDING_USD:  # float residue once nothing is held
+                self.reserved_usd = 0.0
 
     def charge(self, cost_usd: float | None) -> None:
         """Count one reply's cost (None: litellm could not price it)."""
