@@ -5,6 +5,7 @@ rag-eval run [--dataset-version V ...] [--date YYYY-MM-DD] [--select ASSET_SELEC
 rag-eval run [--dataset-version V ...] --days N     (the last N days up to today, here, in order)
 rag-eval run [--dataset-version V ...] --from YYYY-MM-DD --to YYYY-MM-DD   (a Dagster backfill)
              [--fail-on-regression]
+rag-eval run [--dataset-version V ...] [--date D] --dry-run   (what `estimate` prints; no run)
 rag-eval estimate [--dataset-version V ...] [--date D]   (LLM prompts, tokens, cost; no calls)
 rag-eval scorecard [--dataset-version V ...] [--date D] [--tier T] [--system S] [--format F]
 """
@@ -139,6 +140,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     A partition already materialized successfully from the same inputs (its `run_fingerprint`)
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
+    if args.dry_run:
+        return _dry_run(args)
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.resources import DatasetsResource
 
@@ -184,6 +187,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.quiet_end:
         _print_next_steps(versions, days)
     return code
+
+
+def _dry_run(args: argparse.Namespace) -> int:
+    """`rag-eval run --dry-run`: `rag-eval estimate` for the run's versions and date; the
+    options of a real run that an estimate does not take are refused."""
+    given = {
+        "--days": args.days,
+        "--from/--to": args.from_date,
+        "--select": args.select,
+        "--parallel": args.parallel > 1,
+        "--force": args.force,
+        "--fail-on-regression": args.fail_on_regression,
+    }
+    refused = [flag for flag, value in given.items() if value]
+    if refused:
+        raise UsageError(
+            f"--dry-run estimates whole runs on one --date; it takes no {', '.join(refused)}"
+        )
+    return cmd_estimate(args)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
@@ -407,6 +429,7 @@ def _materialize_date(
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+    from rag_eval_pipeline.defs.run_cost import tag_run_cost
     from rag_eval_pipeline.defs.run_ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 
@@ -445,6 +468,7 @@ def _materialize_date(
                 flush=True,
             )
         run_ids[version] = result.run_id
+        tag_run_cost(instance, result.run_id)
         if not result.success:
             failed.append(version)
     gated = _print_summary(
@@ -794,6 +818,11 @@ def build_parser() -> argparse.ArgumentParser:
             "exit 3 when a partition has a regression alert (a regressed metric, or one missing "
             "today) or an ERROR check such as a judge outage: a CI gate"
         ),
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run nothing: print what `rag-eval estimate` prints for these versions and date",
     )
     run.set_defaults(handler=cmd_run)
     estimate = commands.add_parser(

@@ -31,6 +31,7 @@ from rag_eval_pipeline.defs.resources import (
     ResultCacheResource,
     WarehouseResource,
 )
+from rag_eval_pipeline.defs.run_cost import run_cost_sensor
 from rag_eval_pipeline.defs.run_ownership import dead_owner_run_sensor
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
@@ -94,7 +95,12 @@ defs = Definitions(
     jobs=[evaluation_job],
     schedules=[daily_evaluation_schedule],
     asset_checks=ALL_CHECKS,
-    sensors=[dataset_version_sensor, regression_alert_sensor, dead_owner_run_sensor],
+    sensors=[
+        dataset_version_sensor,
+        regression_alert_sensor,
+        dead_owner_run_sensor,
+        run_cost_sensor,
+    ],
     resources=default_resources(),
     # Assets materialized from the UI outside evaluation_job run in one process too (jobs.py).
     executor=in_process_executor,

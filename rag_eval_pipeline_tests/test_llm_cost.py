@@ -6,25 +6,58 @@ token counter and cost map (a test model registered with a price, and one withou
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import litellm
+import pandas as pd
 import pytest
-from dagster import DagsterInstance
+from dagster import DagsterInstance, build_sensor_context
 
 from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.run_cost import run_cost_sensor, tag_run_cost
 from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.cost import (
+    CALLS_TAG,
+    COST_TAG,
+    cost_quality,
+    cost_tags,
+    total_cost_usd,
+    usage_table,
+)
+from rag_eval_pipeline.evaluation.item_scores import empty_items
+from rag_eval_pipeline.evaluation.regression import (
+    REGRESSED,
+    PartitionScores,
+    RegressionRule,
+    compare_partitions,
+)
+from rag_eval_pipeline.evaluation.scorecard import MONITOR, Thresholds, build_scorecard
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV, CostBudget, max_cost_from_env
 from rag_eval_pipeline.llm.client import LLMClient
-from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text, worst_case_cost
+from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
-from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.openai_server import echo_last_user_message, run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
 PRICED = "openai/test-judge-costed"
 INPUT_PRICE, OUTPUT_PRICE = 2e-6, 8e-6
+
+
+def words(count: int) -> Callable[[dict[str, Any]], str]:
+    """A responder whose replies are `count` words (the loopback server's output tokens)."""
+    return lambda request: " ".join(["word"] * count)
+
+
+def at_most_max_tokens(request: dict[str, Any]) -> str:
+    """The echo reply cut at the request's `max_tokens` words, as a provider stops at
+    `max_tokens` output tokens (the loopback server counts a word as a token)."""
+    return " ".join(echo_last_user_message(request).split()[: request["max_tokens"]])
 
 
 @pytest.fixture(autouse=True)
@@ -80,20 +113,77 @@ def test_a_model_without_price_is_unknown_not_free(tmp_path: Path) -> None:
 
 
 def test_spent_budget_turns_the_remaining_prompts_into_error_rows() -> None:
-    with run_openai_server() as server:
-        probe = make_client(server, model=PRICED)
-        one_call = probe.complete(ask("q 0")).cost_usd
-        server.reset()
-        budget = CostBudget(limit_usd=2.5 * one_call)
-        client = LLMClient(make_client(server, model=PRICED, max_concurrency=1).config, budget)
-        replies = client.complete_many([ask(f"q {i}") for i in range(10)])
+    prompts = [ask(f"q {i}") for i in range(10)]
+    worst_case = worst_case_cost(PRICED, prompts[0], 20)
+    assert worst_case == pytest.approx(
+        litellm.token_counter(model=PRICED, messages=prompts[0]) * INPUT_PRICE + 20 * OUTPUT_PRICE
+    )
+    with run_openai_server(responder=words(20)) as server:
+        budget = CostBudget(limit_usd=2.5 * worst_case)
+        client = LLMClient(
+            make_client(server, model=PRICED, max_tokens=20, max_concurrency=1).config, budget
+        )
+        replies = client.complete_many(prompts)
     answered = [r for r in replies if r.error is None]
     refused = [r for r in replies if r.error is not None]
-    assert len(answered) == 3 == server.request_count  # the third call crossed the limit
+    assert len(answered) == server.request_count >= 2
+    assert budget.spent_usd == pytest.approx(sum(r.cost_usd for r in answered))
+    # The next prompt's worst case no longer fitted under the cap, and nothing is held any more.
+    assert budget.spent_usd <= 2.5 * worst_case < budget.spent_usd + worst_case
+    assert budget.reserved_usd == 0.0
     assert all(r.error.startswith("budget exhausted: ") for r in refused)
-    assert MAX_COST_ENV in refused[0].error
-    assert budget.refused == client.usage.budget_refused == 7
-    assert budget.spent_usd == pytest.approx(3 * one_call)
+    assert MAX_COST_ENV in refused[0].error and "may cost $" in refused[0].error
+    assert budget.refused == client.usage.budget_refused == len(refused) > 0
+
+
+def test_calls_in_flight_never_overshoot_the_cap() -> None:
+    """8 calls at once against a cap of 2.5 worst cases: reservations keep at most 2 in flight,
+    and the replies, each about as long as `max_tokens`, never add up to more than the cap
+    (charging only on reply, all 8 would be sent and cost about 3 times the cap)."""
+    prompts = [ask(f"question number {i}") for i in range(16)]
+    worst_case = max(worst_case_cost(PRICED, p, 20) or 0.0 for p in prompts)
+    with run_openai_server(responder=words(20), latency_s=0.2) as server:
+        budget = CostBudget(limit_usd=2.5 * worst_case)
+        client = LLMClient(
+            make_client(server, model=PRICED, max_tokens=20, max_concurrency=8).config, budget
+        )
+        replies = client.complete_many(prompts)
+    answered = [r for r in replies if r.error is None]
+    assert server.max_in_flight == 2 and len(answered) == server.request_count >= 2
+    assert budget.spent_usd == pytest.approx(sum(r.cost_usd for r in answered))
+    # The cap was never overshot, and the calls went on until the next worst case did not fit.
+    assert budget.spent_usd <= budget.limit_usd < budget.spent_usd + worst_case
+    assert budget.reserved_usd == 0.0
+    assert all(r.error.startswith("budget exhausted: ") for r in replies if r not in answered)
+
+
+def test_a_capped_budget_lets_an_unpriced_model_through_and_counts_it() -> None:
+    """No price, no reservation: the prompts are sent, and their cost is counted as unknown."""
+    budget = CostBudget(limit_usd=0.01)
+    with run_openai_server() as server:
+        client = LLMClient(make_client(server, max_concurrency=4).config, budget)
+        replies = client.complete_many([ask(f"q {i}") for i in range(5)])
+    assert all(r.error is None for r in replies) and server.request_count == 5
+    assert (budget.unpriced, budget.spent_usd, budget.reserved_usd) == (5, 0.0, 0.0)
+    assert client.unpriced_calls == 5
+
+
+def test_reservations_hold_release_and_wait() -> None:
+    budget = CostBudget(limit_usd=1.0)
+    held = [budget.reserve(0.1), budget.reserve(0.2)]
+    assert held == [0.1, 0.2] and budget.reserved_usd == pytest.approx(0.3)
+    # 0.8 does not fit beside what is held, but will once those calls land: wait, not refuse.
+    assert budget.reserve(0.8) is None and budget.could_cover(0.8)
+    budget.charge(0.05)
+    for amount in held:
+        budget.release(amount)
+    assert budget.reserved_usd == 0.0  # 0.1 + 0.2 - 0.1 - 0.2 is not 0.0 in floats
+    assert budget.reserve(0.95) == 0.95 and budget.reserve(None) is None
+    budget.release(0.95)
+    assert not budget.could_cover(0.96) and budget.reserve(None) == 0.0  # unknown: not capped
+    budget.charge(0.95)
+    assert not budget.could_cover(None) and budget.reserve(None) is None
+    assert CostBudget(limit_usd=None).reserve(123.0) == 0.0
 
 
 def test_max_cost_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,14 +203,15 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     dagster_instance: DagsterInstance,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(MAX_COST_ENV, "0.0005")
-    with run_openai_server() as server:
+    monkeypatch.setenv(MAX_COST_ENV, "0.002")  # a judge prompt's worst case: about $0.0009
+    with run_openai_server(responder=at_most_max_tokens) as server:
         judge = LLMResource(
             model=PRICED,
             api_base=server.base_url,
             api_key="sk-test",
             cache_dir=str(tmp_path / "llm-cache"),
             max_concurrency=2,
+            max_tokens=64,
         )
         result = materialize_demo_assets(
             dagster_instance,
@@ -134,8 +225,8 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     usage = run_llm_usage(dagster_instance, result.run_id)
     refused = int(usage["budget_refused"].sum())
     assert usage["calls"].sum() == requests > 0 and refused > 0
-    # Calls already in flight (at most max_concurrency) when the limit was crossed still land.
-    assert usage["cost_usd"].sum() >= 0.0005 and requests <= 6
+    # Each call held its worst case while in flight: the cap was never overshot.
+    assert 0 < usage["cost_usd"].sum() <= 0.002
     metadata = result.asset_materializations_for_node("generation_judgments")[0].metadata
     assert metadata["judge_budget_refused"].value == refused
     summary = partition_summary(
@@ -149,13 +240,99 @@ def test_run_cost_and_exhausted_budget_reach_the_run_summary(
     assert summary.needs_look and "budget exhausted" in summary.verdict
     assert any(line.startswith("  LLM: ") and ", $0." in line for line in summary.lines)
     assert any("budget exhausted: " in line for line in summary.lines)
+    # The daemon's sensor tags the finished run with what it cost, once.
+    context = build_sensor_context(instance=dagster_instance)
+    assert "tagged 1 " in str(run_cost_sensor(context).skip_message)
+    tags = dagster_instance.get_run_by_id(result.run_id).tags
+    cost = float(usage["cost_usd"].sum())
+    assert tags[COST_TAG] == f"{cost:.6f}" and tags[CALLS_TAG] == str(requests)
+    assert "tagged 0 " in str(run_cost_sensor(context).skip_message)
+    assert tag_run_cost(dagster_instance, result.run_id) == {
+        COST_TAG: tags[COST_TAG],
+        CALLS_TAG: tags[CALLS_TAG],
+    }
+    # The scorecard's cost rows are made of the same numbers.
+    rows = cost_quality(usage).set_index(["system", "metric"])["mean"]
+    assert rows["judge", "cost_usd"] == rows["all", "cost_usd"] == pytest.approx(cost)
+    assert rows["judge", "llm_calls"] == requests
+    assert rows["judge", "budget_refused"] == refused
 
 
+def judge_and_local_generator_usage(judge_cost: float) -> pd.DataFrame:
+    """The usage of three assets: two judged at a known price, one generated by an unpriced
+    local model, and one asset that calls no LLM."""
+
+    def role(name: str, model: str, calls: int, cost: float, refused: int = 0) -> dict[str, Any]:
+        return {
+            f"{name}_model": model,
+            f"{name}_calls": calls,
+            f"{name}_cache_hits": 2,
+            f"{name}_prompt_tokens": 100 * calls,
+            f"{name}_completion_tokens": 10 * calls,
+            f"{name}_cost_usd": cost,
+            f"{name}_budget_refused": refused,
+        }
+
+    return usage_table(
+        [
+            ("generation_judgments", {"n_rows": 12, **role("judge", PRICED, 10, judge_cost, 3)}),
+            ("e2e_judgments", role("judge", PRICED, 5, 0.001)),
+            ("ideal_context_generations", role("generator", "openai/local", 4, math.nan)),
+            ("golden_dataset", {"n_rows": 3}),
+        ]
+    )
+
+
+def test_usage_becomes_monitored_cost_rows_where_unknown_stays_unknown() -> None:
+    usage = judge_and_local_generator_usage(0.0024)
+    assert list(usage["asset"]) == [
+        "generation_judgments",
+        "e2e_judgments",
+        "ideal_context_generations",
+    ]
+    assert math.isnan(total_cost_usd(usage))
+    assert total_cost_usd(usage[usage["role"] == "judge"]) == pytest.approx(0.0034)
+    assert cost_tags(usage) == {COST_TAG: "unknown", CALLS_TAG: "19"}
+    assert cost_tags(usage[usage["role"] == "judge"])[COST_TAG] == "0.003400"
+    assert cost_tags(usage.iloc[0:0]) == {}
+    quality = cost_quality(usage)
+    values = quality.set_index(["system", "metric"])["mean"]
+    assert values["judge", "cost_usd"] == pytest.approx(0.0034)
+    assert math.isnan(values["generator", "cost_usd"]) and math.isnan(values["all", "cost_usd"])
+    assert values["judge", "llm_calls"] == 15 and values["all", "llm_calls"] == 19
+    assert values["all", "input_tokens"] == 1900 and values["all", "output_tokens"] == 190
+    assert values["judge", "budget_refused"] == 3
+    counts = quality.groupby("system")["count"].first()
+    assert counts.to_dict() == {"all": 19 + 6, "generator": 4 + 2, "judge": 15 + 4}
+    for thresholds in (Thresholds.load(THRESHOLDS_FILE), Thresholds()):
+        card = build_scorecard([quality], "demo-v1", "2026-11-20", thresholds)
+        assert set(card["tier"]) == {"cost"} and set(card["role"]) == {MONITOR}
+        assert not card["higher_is_better"].any() and card["band"].isna().all()
+
+
+def test_a_run_that_costs_three_times_more_is_shown_never_alerted() -> None:
+    def scores(date: str, judge_cost: float) -> PartitionScores:
+        quality = cost_quality(judge_and_local_generator_usage(judge_cost))
+        card = build_scorecard([quality], "demo-v1", date, Thresholds.load(THRESHOLDS_FILE))
+        return PartitionScores("demo-v1", date, card, empty_items())
+
+    verdicts = compare_partitions(
+        scores("2026-11-21", 0.0072), scores("2026-11-20", 0.0024), RegressionRule()
+    ).set_index(["system", "metric"])
+    assert verdicts.loc[("judge", "cost_usd"), "relative_change"] == pytest.approx(
+        (0.0082 - 0.0034) / 0.0034
+    )
+    assert verdicts.loc[("judge", "cost_usd"), "verdict"] == REGRESSED
+    assert not verdicts["alert"].any()
+
+
+@pytest.mark.parametrize("command", [["estimate"], ["run", "--dry-run"]])
 def test_estimate_command_calls_nothing_and_keeps_no_result(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`rag-eval estimate` with a judge at a live loopback server: the server sees no request,
-    the judge's prompts are priced, and the result cache gains nothing made of stand-ins."""
+    """`rag-eval estimate` (or `run --dry-run`) with a judge at a live loopback server: the
+    server sees no request, the judge's prompts are priced, and the result cache gains nothing
+    made of stand-ins."""
     from rag_eval_pipeline.cli import main
     from rag_eval_pipeline.defs.resources import ResultCacheResource
 
@@ -165,7 +342,7 @@ def test_estimate_command_calls_nothing_and_keeps_no_result(
         monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", PRICED)
         monkeypatch.setenv("RAG_EVAL_JUDGE_API_BASE", server.base_url)
         monkeypatch.delenv("RAG_EVAL_GENERATOR_MODEL", raising=False)
-        code = main(["estimate", "--dataset-version", "demo-v1", "--date", "2026-11-20"])
+        code = main([*command, "--dataset-version", "demo-v1", "--date", "2026-11-20"])
         assert server.request_count == 0
     output = capsys.readouterr().out
     assert code == 0, output
@@ -173,3 +350,10 @@ def test_estimate_command_calls_nothing_and_keeps_no_result(
     assert "uncached prompt(s)" in judge_line and "unknown" not in judge_line
     assert output.splitlines()[-1].startswith("  total: <= $")
     assert (set(results.glob("*")) if results.exists() else set()) == before
+
+
+def test_dry_run_refuses_the_options_of_a_real_run(capsys: pytest.CaptureFixture[str]) -> None:
+    from rag_eval_pipeline.cli import main
+
+    assert main(["run", "--dry-run", "--days", "3", "--select", "retrieval_metrics+"]) == 2
+    assert "it takes no --days, --select" in capsys.readouterr().err

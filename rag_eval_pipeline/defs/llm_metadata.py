@@ -1,5 +1,6 @@
 """Metadata shared by assets that call an LLM: model names, calls, cache hits, tokens, cost;
-and the counts every judgments asset records.
+the counts every judgments asset records; and a run's LLM usage read back from it
+(`run_llm_usage`).
 
 A cost litellm could not price is reported as unknown (`<role>_cost_usd` NaN and a
 `<role>_cost` note), never as 0.0; the prompts the circuit breaker or a spent budget kept from
@@ -10,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
-from dagster import MetadataValue
+from dagster import DagsterEventType, DagsterInstance, MetadataValue
 
 from rag_eval_pipeline.evaluation.composite import describe
+from rag_eval_pipeline.evaluation.cost import usage_table
 from rag_eval_pipeline.evaluation.generation import n_refusals
 from rag_eval_pipeline.llm.client import LLMClient
 
@@ -60,3 +62,25 @@ def criteria_metadata(not_computed: Mapping[str, str]) -> dict[str, Any]:
             "\n".join(f"- `{name}`: {reason}" for name, reason in sorted(not_computed.items()))
         )
     }
+
+
+def run_llm_usage(instance: DagsterInstance, run_id: str) -> pd.DataFrame:
+    """One row per (asset, LLM role) that `run_id`'s materializations so far record
+    (`evaluation.cost.usage_table`): the model, the calls sent, the cache hits, the tokens, the
+    cost in USD (NaN: litellm could not price it) and the prompts a spent
+    ``RAG_EVAL_MAX_COST_USD`` kept from being sent."""
+    records = instance.get_records_for_run(
+        run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+    ).records
+    materializations = [
+        record.event_log_entry.dagster_event.event_specific_data.materialization
+        for record in records
+        if record.event_log_entry.dagster_event is not None
+    ]
+    return usage_table(
+        (
+            materialization.asset_key.to_user_string(),
+            {k: getattr(v, "value", v) for k, v in materialization.metadata.items()},
+        )
+        for materialization in materializations
+    )

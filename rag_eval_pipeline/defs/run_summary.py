@@ -7,7 +7,9 @@ The regressions come from the partition's stored `metric_regressions` table (the
 check, the report and the alert sensor read); the failed checks from the run's asset check
 evaluations on the instance; the LLM usage from the run's materializations' metadata (every
 `<role>_model` with its `<role>_calls`, `_cache_hits`, `_cost_usd`: the judge, the generator,
-and the model bridge's re-judging and re-generation, `bridge_judge` and `bridge_generator`).
+and the model bridge's re-judging and re-generation, `bridge_judge` and `bridge_generator`;
+`defs.llm_metadata.run_llm_usage`, the rule the scorecard's cost tier and the run's cost tag use
+too).
 `--fail-on-regression` turns alerts or ERROR checks into a non-zero exit.
 """
 
@@ -24,7 +26,9 @@ from dagster import (
     DagsterInstance,
 )
 
+from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.evaluation.cost import total_cost_usd
 from rag_eval_pipeline.evaluation.regression import IMPROVED
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
@@ -94,40 +98,7 @@ def failed_checks(instance: DagsterInstance, run_id: str) -> list[AssetCheckEval
     return [e for e in evaluations if isinstance(e, AssetCheckEvaluation) and not e.passed]
 
 
-USAGE_COLUMNS = ["asset", "role", "model", "calls", "cache_hits", "cost_usd", "budget_refused"]
 BRIDGE_ROLE_PREFIX = "bridge_"
-
-
-def run_llm_usage(instance: DagsterInstance, run_id: str) -> pd.DataFrame:
-    """One row per (asset, LLM role) that `run_id`'s materializations record: the model, the
-    calls sent, the cache hits, the cost in USD (NaN: litellm could not price it) and the
-    prompts a spent ``RAG_EVAL_MAX_COST_USD`` kept from being sent. The run's LLM cost is the
-    sum of `cost_usd`; offline models record no usage and give no row."""
-    records = instance.get_records_for_run(
-        run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
-    ).records
-    rows = []
-    for record in records:
-        event = record.event_log_entry.dagster_event
-        if event is None:
-            continue
-        materialization = event.event_specific_data.materialization
-        values = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
-        for key, model in values.items():
-            role = key.removesuffix("_model")
-            if key.endswith("_model") and f"{role}_calls" in values:
-                rows.append(
-                    [
-                        materialization.asset_key.to_user_string(),
-                        role,
-                        str(model),
-                        int(values[f"{role}_calls"]),
-                        int(values.get(f"{role}_cache_hits", 0)),
-                        float(values.get(f"{role}_cost_usd", math.nan)),
-                        int(values.get(f"{role}_budget_refused", 0)),
-                    ]
-                )
-    return pd.DataFrame(rows, columns=USAGE_COLUMNS)
 
 
 def usage_line(usage: pd.DataFrame) -> str | None:
@@ -137,7 +108,7 @@ def usage_line(usage: pd.DataFrame) -> str | None:
         return None
 
     def spent(rows: pd.DataFrame) -> str:
-        cost = rows["cost_usd"].sum(min_count=1) if rows["cost_usd"].notna().all() else math.nan
+        cost = total_cost_usd(rows)
         price = f"${cost:.4f}" if math.isfinite(cost) else "cost unknown (unpriced model)"
         return (
             f"{int(rows['calls'].sum())} calls, {int(rows['cache_hits'].sum())} cache hits, {price}"

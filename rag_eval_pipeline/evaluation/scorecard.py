@@ -3,7 +3,8 @@
 Thresholds come from a YAML file (`config/thresholds.yaml`, see its header), overridable per
 dataset version. A metric is lower-is-better when the file says so or, by default, when its
 name mentions latency, an error or refusal rate, an error count, a cost or a disagreement
-(`mean_abs_diff`).
+(`mean_abs_diff`), or is one of the `cost` tier's counts. The `cost` tier is monitored
+(`DEFAULT_TIER_ROLES`) unless the file gives its tier roles.
 """
 
 from __future__ import annotations
@@ -43,12 +44,21 @@ LOWER_IS_BETTER_MARKERS = (
     "mean_abs_diff",
     "n_errors",
     "cost",
+    "llm_calls",  # the `cost` tier's (`evaluation.cost`)
+    "input_tokens",
+    "output_tokens",
+    "budget_refused",
 )
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
 # Metric roles: primary metrics share most of the alert budget, secondary ones the rest,
 # monitored ones are tested and shown but never alerted (see `evaluation.regression`).
 PRIMARY, SECONDARY, MONITOR = "primary", "secondary", "monitor"
 ROLES = (PRIMARY, SECONDARY, MONITOR)
+# The tier of what a run's LLM calls cost (`evaluation.cost`).
+COST_TIER = "cost"
+# Tier roles that hold unless the thresholds file lists the tier: what the LLM calls cost is
+# watched, never alerted.
+DEFAULT_TIER_ROLES: dict[str, dict[str, list[str]]] = {COST_TIER: {MONITOR: ["*"]}}
 
 
 @dataclass(frozen=True)
@@ -121,16 +131,17 @@ class Thresholds:
 
     def role(self, tier: str, system: str, metric: str, version: str) -> str:
         """The role of `metric` of `system`: a `role` in the metric's rule (version overrides
-        win), else the first role of its tier whose patterns match it (`name` or `prefix*`),
-        else the default role; last, a `primary` role is `secondary` when `system` is a
-        comparison baseline (`baseline_systems`, same patterns): the primaries' budget is the
-        systems under test's."""
+        win), else the first role of its tier whose patterns match it (`name` or `prefix*`; the
+        file's tiers, else `DEFAULT_TIER_ROLES`), else the default role; last, a `primary` role
+        is `secondary` when `system` is a comparison baseline (`baseline_systems`, same
+        patterns): the primaries' budget is the systems under test's."""
         rule = self.rule(metric, version)
         role = rule.get("role")
         if role is None:
+            tier_roles = self.tier_roles.get(tier, DEFAULT_TIER_ROLES.get(tier, {}))
             matching = (
                 r
-                for r, patterns in self.tier_roles.get(tier, {}).items()
+                for r, patterns in tier_roles.items()
                 if _match(dict.fromkeys(patterns, True), metric)
             )
             role = next(matching, self.default_role)

@@ -1,11 +1,22 @@
-"""A spending cap shared by every LLM client of one run: once spent, no more provider calls.
+"""A spending cap shared by every LLM client of one run: it never lets the run spend more.
 
-`CostBudget(limit_usd)` adds up the cost litellm prices for each reply (`charge`); once the total
-reaches the limit, `exhausted` is True and clients turn each prompt not sent yet into the error row
-``budget exhausted: ...`` instead of calling. Calls already in flight still land, so a run may
-overshoot by at most its in-flight calls' cost. A reply litellm cannot price (a model missing from
-its cost map) is counted in `unpriced`: a cap cannot hold against a cost that is unknown, which
-the run summary says.
+Before a prompt is sent, a client reserves its worst-case cost (`reserve`: the prompt's input
+tokens and `max_tokens` output tokens at the model's price, `llm.estimate.worst_case_cost`, the
+rule ``rag-eval estimate`` prices prompts by). When what was spent plus what calls in flight hold
+plus this reservation would exceed the limit, the prompt waits for calls in flight to land
+(`could_cover`: it may fit once they are charged their actual cost), and is refused, the error row
+``budget exhausted: ...``, once what was spent leaves no room for its worst case. When a reply
+lands, its reservation is released (`release`) and the cost litellm prices for it is charged
+(`charge`). Calls in flight therefore cannot overshoot the limit together; a prompt whose worst
+case does not fit what is left is not sent, even if its reply would have been shorter. The
+guarantee assumes the provider bills at most `max_tokens` output tokens and about the input
+tokens litellm's counter finds (a provider whose tokenizer counts more can exceed it by that
+difference).
+
+A price litellm does not know (a model missing from its cost map) cannot be reserved nor charged:
+such a prompt is sent while the limit is not reached, and its reply is counted in `unpriced`. A
+cap cannot hold against a cost that is unknown; the run summary and the scorecard say the cost is
+unknown.
 
 `run_budget(run_id, limit_usd)` gives every client of a run (its judge and generator, all steps of
 an in-process run) the same `CostBudget`. The limit comes from ``RAG_EVAL_MAX_COST_USD``
@@ -20,6 +31,9 @@ import threading
 from dataclasses import dataclass, field
 
 MAX_COST_ENV = "RAG_EVAL_MAX_COST_USD"
+# Less than this held is nothing held: sums and differences of floats leave residues, and a
+# residue must not keep a prompt waiting for calls in flight that have all landed.
+ROUNDING_USD = 1e-12
 
 
 def max_cost_from_env() -> float | None:
@@ -38,19 +52,51 @@ def max_cost_from_env() -> float | None:
 
 @dataclass
 class CostBudget:
-    """Dollars spent against an optional `limit_usd`; thread-safe."""
+    """Dollars spent and held by calls in flight against an optional `limit_usd`; thread-safe."""
 
     limit_usd: float | None
     spent_usd: float = 0.0
+    reserved_usd: float = 0.0  # the worst-case cost of the calls in flight
     unpriced: int = 0  # replies without a known price
-    refused: int = 0  # prompts not sent because the budget was spent
+    refused: int = 0  # prompts not sent because the budget could not cover them
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
-    def exhausted(self) -> bool:
-        """Whether the limit is reached (never, without a limit)."""
+    def capped(self) -> bool:
+        """Whether there is a limit (the reservations are worth computing)."""
+        return self.limit_usd is not None
+
+    def reserve(self, worst_case_usd: float | None) -> float | None:
+        """Hold `worst_case_usd` for a call about to be sent; the amount held (0.0 for a cost
+        that is unknown or without a limit), or None, holding nothing, when spent + held + this
+        amount would exceed the limit (an unknown cost: when the limit is reached)."""
         with self._lock:
-            return self.limit_usd is not None and self.spent_usd >= self.limit_usd
+            if self.limit_usd is None:
+                return 0.0
+            committed = self.spent_usd + self.reserved_usd
+            if worst_case_usd is None:
+                return 0.0 if committed < self.limit_usd else None
+            if committed + worst_case_usd > self.limit_usd:
+                return None
+            self.reserved_usd += worst_case_usd
+            return worst_case_usd
+
+    def could_cover(self, worst_case_usd: float | None) -> bool:
+        """Whether a call of this worst-case cost fits once the calls in flight are over (an
+        unknown cost: while the limit is not reached)."""
+        with self._lock:
+            if self.limit_usd is None:
+                return True
+            if worst_case_usd is None:
+                return self.spent_usd < self.limit_usd
+            return self.spent_usd + worst_case_usd <= self.limit_usd
+
+    def release(self, held_usd: float) -> None:
+        """Give back what `reserve` held for a call that is over (answered or not)."""
+        with self._lock:
+            self.reserved_usd -= held_usd
+            if self.reserved_usd < ROUNDING_USD:  # float residue once nothing is held
+                self.reserved_usd = 0.0
 
     def charge(self, cost_usd: float | None) -> None:
         """Count one reply's cost (None: litellm could not price it)."""
@@ -60,13 +106,15 @@ class CostBudget:
             else:
                 self.spent_usd += cost_usd
 
-    def refuse(self) -> str:
+    def refuse(self, worst_case_usd: float | None) -> str:
         """Count one prompt not sent; the error text of its row."""
         with self._lock:
             self.refused += 1
+            may_cost = "" if worst_case_usd is None else f"; it may cost ${worst_case_usd:.4f}"
             return (
-                f"budget exhausted: ${self.spent_usd:.4f} spent of the run's "
-                f"{MAX_COST_ENV}=${self.limit_usd:g}; not called"
+                f"budget exhausted: ${self.spent_usd:.4f} spent and ${self.reserved_usd:.4f} "
+                f"held by calls in flight of the run's {MAX_COST_ENV}=${self.limit_usd:g}"
+                f"{may_cost}; not called"
             )
 
 

@@ -31,8 +31,11 @@ prompt not answered yet gets the error ``circuit breaker open ...`` at once (one
 not one per prompt), and after `breaker_cooldown_s` one probe is let through (the other prompts
 wait for its outcome): if it succeeds, the client calls again.
 
-A shared `CostBudget` (`llm.budget`, the run's ``RAG_EVAL_MAX_COST_USD``) is charged with each
-reply's cost; once it is spent, prompts not sent yet become the error ``budget exhausted ...``.
+A shared `CostBudget` (`llm.budget`, the run's ``RAG_EVAL_MAX_COST_USD``) holds each attempt's
+worst-case cost (`llm.estimate.worst_case_cost`) while it is in flight and is charged with each
+reply's actual cost; a prompt waits while calls in flight hold what it needs, and becomes the
+error ``budget exhausted ...`` without being sent once its worst case no longer fits under the
+cap, so the calls in flight cannot overshoot it.
 With a `PromptEstimate` (`llm.estimate`, ``rag-eval estimate``) the client calls nothing: it
 counts the prompts its cache cannot answer, their tokens and price, and answers them with a
 stand-in text.
@@ -55,7 +58,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from types import ModuleType
@@ -65,7 +69,7 @@ from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
 from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
 from rag_eval_pipeline.llm.budget import CostBudget
 from rag_eval_pipeline.llm.cache import CachedReply, cache_key, open_reply_cache
-from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text
+from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text, worst_case_cost
 from rag_eval_pipeline.llm.failures import (
     Attempted,
     AttemptTimeout,
@@ -422,12 +426,12 @@ class LLMClient:
         }
         epochs: list[int] = []
         started: list[float] = []
+        worst_case = self._worst_case_usd(messages)
 
         async def attempt() -> LLMReply:
             while self.breaker.probing:  # a half-open breaker's probe decides for all
                 await asyncio.sleep(PROBE_POLL_S)
-            async with limit.slot() as epoch:
-                self._refuse_if_stopped()
+            async with limit.slot() as epoch, self._sending(worst_case):
                 self._count(calls=1, retries=int(bool(epochs)))
                 epochs.append(epoch)
                 started.append(time.perf_counter())
@@ -446,14 +450,35 @@ class LLMClient:
             return reply
         return self._give_up(outcome, _elapsed_ms(started[-1]) if started else 0.0, len(epochs))
 
-    def _refuse_if_stopped(self) -> None:
-        """Raise `NotCalled` when the run's budget is spent or the breaker is open."""
-        if self.budget is not None and self.budget.exhausted:
-            self._count(budget_refused=1)
-            raise NotCalled(self.budget.refuse())
-        if not self.breaker.allow():
-            self._count(breaker_skipped=1)
-            raise NotCalled(self.breaker.message)
+    def _worst_case_usd(self, messages: Messages) -> float | None:
+        """The prompt's worst-case cost when the run's budget has a cap (tokens are counted only
+        then); None otherwise or when the model has no known price."""
+        if self.budget is None or not self.budget.capped:
+            return None
+        return worst_case_cost(self.config.model, messages, self.config.max_tokens)
+
+    @asynccontextmanager
+    async def _sending(self, worst_case_usd: float | None) -> AsyncIterator[None]:
+        """One attempt's send: hold the prompt's worst-case cost in the run's budget until the
+        attempt is over (its reply, if any, charged its actual cost); while calls in flight hold
+        what it needs, wait for them. Raise `NotCalled` when the budget cannot cover it even
+        with nothing in flight, or the breaker is open."""
+        held = 0.0
+        if self.budget is not None:
+            while (reserved := self.budget.reserve(worst_case_usd)) is None:
+                if not self.budget.could_cover(worst_case_usd):
+                    self._count(budget_refused=1)
+                    raise NotCalled(self.budget.refuse(worst_case_usd))
+                await asyncio.sleep(PROBE_POLL_S)
+            held = reserved
+        try:
+            if not self.breaker.allow():
+                self._count(breaker_skipped=1)
+                raise NotCalled(self.breaker.message)
+            yield
+        finally:
+            if self.budget is not None:
+                self.budget.release(held)
 
     def _observe(
         self, error: BaseException, decision: Decision, limit: AdaptiveLimit, epoch: int | None

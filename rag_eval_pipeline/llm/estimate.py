@@ -5,7 +5,9 @@ a stand-in reply (`STAND_IN_TEXT`, never cached) and records the prompt in a `Pr
 distinct uncached prompts, their input tokens (``litellm.token_counter`` for the model), the
 output tokens they may take (at most `max_tokens` each, the bound the estimate uses) and the price
 of both from litellm's cost map (``litellm.cost_per_token``; a model it cannot price has cost
-None, "unknown", never 0). Cached prompts are counted apart: they cost nothing.
+None, "unknown", never 0). The same rule prices a prompt's worst case (`worst_case_cost`), which
+the run's spending cap (`llm.budget`) reserves before the prompt is sent. Cached prompts are
+counted apart: they cost nothing.
 
 A generator's stand-in answer is `max_tokens` words long, so the judge prompts that quote it are
 counted at their longest too: for prompts downstream of an uncached generation, the token and
@@ -45,6 +47,16 @@ def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
     except Exception:  # litellm raises its own, varying errors for a model it cannot map
         return None
     return float(prompt_cost) + float(completion_cost)
+
+
+def worst_case_cost(
+    model: str, messages: Sequence[Mapping[str, str]], max_tokens: int | None
+) -> float | None:
+    """The most one prompt can cost: its input tokens (`token_count`) and `max_tokens` output
+    tokens, priced (`price`); None when the price is unknown or the output unbounded."""
+    if max_tokens is None:
+        return None
+    return price(model, token_count(model, messages), max_tokens)
 
 
 def _add(total: float | None, cost: float | None) -> float | None:

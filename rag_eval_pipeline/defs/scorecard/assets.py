@@ -1,11 +1,18 @@
-"""The `evaluation_scorecard` asset: one row per (tier, system, metric) for the partition."""
+"""The `evaluation_scorecard` asset: one row per (tier, system, metric) for the partition.
+
+Its `cost` tier is what the run's LLM calls cost up to the scorecard (`evaluation.cost`, from the
+run's materializations: `defs.llm_metadata.run_llm_usage`); the model bridge's calls, made after
+it by `metric_regressions`, are in the run's `rag_eval/cost_usd` tag (`defs.run_cost`).
+"""
 
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
+from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.evaluation.cost import cost_quality, unpriced_models
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import single_values
 from rag_eval_pipeline.judges.criteria import configured_criteria
@@ -28,6 +35,7 @@ HEADLINE_METRICS = (
     "volume",
     "avg_satisfaction",
     "avg_cost_usd",
+    "cost_usd",
 )
 
 
@@ -70,6 +78,7 @@ def evaluation_scorecard(
     version, day = partition_parts(context)
     stats = as_dataset(context, golden_dataset).statistics()
     dataset_rows = single_values({k: float(v) for k, v in stats.items()}, "dataset", version, 1)
+    usage = run_llm_usage(context.instance, context.run_id)
     qualities = [
         dataset_rows,
         embedding_quality,
@@ -82,6 +91,7 @@ def evaluation_scorecard(
         show_judge_quality,
         ux_metrics,
         traffic_quality,
+        cost_quality(usage),
     ]
     thresholds = Thresholds.load(config.thresholds_file).with_defaults(
         {c.name: c.rule() for c in configured_criteria()}
@@ -89,8 +99,14 @@ def evaluation_scorecard(
     scorecard = build_scorecard(qualities, version, day, thresholds)
     attention = scorecard[scorecard["band"] == NEEDS_ATTENTION]
     shown = ["tier", "system", "metric", "value", "ci_low", "ci_high", "count", "band"]
+    unpriced = unpriced_models(usage)
     context.add_output_metadata(
         {
+            **(
+                {"cost": MetadataValue.text(f"unknown: no price for {', '.join(unpriced)}")}
+                if unpriced
+                else {}
+            ),
             **headline_metadata(headline_values(scorecard)),
             "n_metrics": MetadataValue.int(len(scorecard)),
             "n_needs_attention": MetadataValue.int(len(attention)),
