@@ -510,3 +510,21 @@ def test_e2e_latency_samples_give_each_percentile_the_questions_latencies() -> N
     ]
     assert e2e_latency_samples(generations.iloc[0:0]).empty
     assert e2e_latency_samples(generations.drop(columns="total_latency_ms")).empty
+
+
+def test_an_embedder_change_moves_only_the_tier1_systems_that_embed() -> None:
+    systems = ("reference-rag", "dense", "hybrid-rrf", "bm25", "production-bm25")
+
+    def tier1(value: float) -> pd.DataFrame:
+        return card(*(quality("ndcg@10", value, tier="tier1_retrieval", system=s) for s in systems))
+
+    verdicts = compare_partitions(
+        PartitionScores("v1", "d2", tier1(0.4), empty_items(), {"embedder": "e5"}),
+        PartitionScores("v1", "d1", tier1(0.9), empty_items(), {"embedder": "minilm"}),
+        RegressionRule(),
+    )
+    for system in ("reference-rag", "dense", "hybrid-rrf"):
+        embedded = row(verdicts, system, "ndcg@10")
+        assert embedded["reason"] == "embedder changed (minilm → e5)" and not embedded["alert"]
+    for system in ("bm25", "production-bm25"):
+        assert row(verdicts, system, "ndcg@10")["verdict"] == "regressed"

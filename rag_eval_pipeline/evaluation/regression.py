@@ -42,10 +42,11 @@
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
   `generator changed` / `embedder changed` for the metrics the model feeds (shown, never
-  alerted; `model_feeds`: the generator feeds Tier 3 and the embedder Tier 1 only for the
-  reference RAG) unless the baseline was rebuilt with today's model
-  (`evaluation.model_bridge`, `PartitionScores.bridged`). A model change is named before
-  `missing today` and `no baseline value`: Tiers 0 and 2 name their system after the model.
+  alerted; `model_feeds`: the generator feeds Tier 3 only for the reference RAG, the embedder
+  Tier 1 only for the reference RAG and the dense and hybrid reference retrievers) unless the
+  baseline was rebuilt with today's model (`evaluation.model_bridge`, `PartitionScores.bridged`).
+  A model change is named before `missing today` and `no baseline value`: Tiers 0 and 2 name
+  their system after the model.
 
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
 count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
@@ -91,6 +92,7 @@ from rag_eval_pipeline.metrics.stats import (
 )
 from rag_eval_pipeline.metrics.traffic import LATENCY_QUANTILES
 from rag_eval_pipeline.systems import REFERENCE_RAG
+from rag_eval_pipeline.systems.retrievers import DENSE, HYBRID
 
 KEY = ["tier", "system", "metric"]
 # Which comparison a row belongs to, and what changed: shared by both rules' tables.
@@ -188,12 +190,13 @@ ROLE_TIERS: dict[str, frozenset[str]] = {
         {"tier0_embedding", "tier1_retrieval", "tier2_generation", "tier3_e2e", "ux"}
     ),
 }
-# Tiers of which a model feeds only the built-in reference RAG's rows (`systems.rag`): the
-# dataset's runs, a callable system's and logged answers are made without the pipeline's
-# embedder and generator (Tier 3's scores of them use the embedder, not the generator).
-ROLE_REFERENCE_TIERS: dict[str, frozenset[str]] = {
-    "generator": frozenset({"tier3_e2e"}),
-    "embedder": frozenset({"tier1_retrieval"}),
+# Tiers of which a model feeds only the rows of the pipeline's own systems: the built-in
+# reference RAG (`systems.rag`) and, for the embedder, the dense and hybrid reference retrievers
+# of Tier 1. The dataset's runs, a callable system's and logged answers are made without the
+# pipeline's embedder and generator (Tier 3's scores of them use the embedder, not the generator).
+ROLE_REFERENCE_TIERS: dict[str, dict[str, frozenset[str]]] = {
+    "generator": {"tier3_e2e": frozenset({REFERENCE_RAG})},
+    "embedder": {"tier1_retrieval": frozenset({REFERENCE_RAG, DENSE, HYBRID})},
 }
 # Tiers only some of whose metrics a model feeds: the traffic tier's judged sample (its
 # latency, errors, cost and feedback come from the logs, whatever the judge).
@@ -265,8 +268,9 @@ class RegressionRule:
 def model_feeds(role: str, tier: str, system: str, metric: str) -> bool:
     """Whether the `role` model's output goes into `metric` of `system` in `tier` (its change
     makes the metric incomparable with the baseline)."""
-    if tier in ROLE_REFERENCE_TIERS.get(role, frozenset()):
-        return system == REFERENCE_RAG
+    own_systems = ROLE_REFERENCE_TIERS.get(role, {}).get(tier)
+    if own_systems is not None:
+        return system in own_systems
     partial = ROLE_TIER_METRICS.get(role, {}).get(tier, frozenset())
     return tier in ROLE_TIERS[role] or metric in partial
 
