@@ -328,6 +328,37 @@ def test_aimd_limit_bounds_requests_in_flight() -> None:
     assert asyncio.run(scenario()) == 2
 
 
+def test_aimd_slots_go_first_in_first_out_and_cancelled_waiters_lose_none() -> None:
+    """A freed slot goes to the longest waiter; a waiter cancelled in the queue, or just after
+    its slot was handed over, leaves every slot free again; an increase wakes a waiter."""
+
+    async def scenario() -> tuple[list[int], int, int]:
+        limit = AdaptiveLimit(2)
+        limit.rate_limited(0)  # down to 1
+        order: list[int] = []
+        release = asyncio.Event()
+
+        async def work(i: int) -> None:
+            async with limit.slot():
+                order.append(i)
+                await release.wait()
+
+        holder = asyncio.create_task(work(0))
+        await asyncio.sleep(0)
+        waiters = [asyncio.create_task(work(i)) for i in range(1, 5)]
+        await asyncio.sleep(0)
+        waiters[1].cancel()  # cancelled while queued
+        release.set()
+        await asyncio.sleep(0)  # the holder leaves; its slot is handed to waiter 1
+        waiters[0].cancel()  # cancelled after the hand-over, before it ran
+        await asyncio.wait_for(asyncio.gather(holder, *waiters, return_exceptions=True), 5.0)
+        limit.succeeded()  # back to 2: nothing waits, nothing is held
+        return order, limit.in_flight, limit.peak_in_flight
+
+    order, in_flight, peak = asyncio.run(scenario())
+    assert order == [0, 3, 4] and in_flight == 0 and peak == 1
+
+
 def test_the_same_policy_drives_a_plain_httpx_client() -> None:
     """What an HTTP system under test reuses: `retry_sync` around any blocking call."""
     policy = RetryPolicy(max_retries=2, backoff_base_s=0.001, rate_limit_budget_s=5.0)
