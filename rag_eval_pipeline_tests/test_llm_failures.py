@@ -18,6 +18,7 @@ import httpx
 import litellm
 import pytest
 
+from rag_eval_pipeline.llm import client as client_module
 from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
 from rag_eval_pipeline.llm.breaker import BreakerState, CircuitBreaker
 from rag_eval_pipeline.llm.failures import (
@@ -357,6 +358,21 @@ def test_aimd_slots_go_first_in_first_out_and_cancelled_waiters_lose_none() -> N
 
     order, in_flight, peak = asyncio.run(scenario())
     assert order == [0, 3, 4] and in_flight == 0 and peak == 1
+
+
+def test_a_prompt_queued_for_a_slot_longer_than_the_backstop_is_not_a_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backstop times the request alone: at one request in flight, the fifth prompt waits
+    3.2 s for its slot, longer than the backstop (2 × timeout_s = 3 s here), and still gets its
+    reply (before, it became `Timeout: no reply within 3 s` without ever being sent)."""
+    with run_openai_server(latency_s=0.8) as server:
+        make_client(server).complete(ask("warm-up"))  # litellm's first-call setup, not timed
+        monkeypatch.setattr(client_module, "BACKSTOP_SLACK_S", 0.0)
+        client = make_client(server, max_concurrency=1, timeout_s=1.5, max_retries=0)
+        replies = client.complete_many([ask(f"queued {i}") for i in range(5)])
+    assert [reply.error for reply in replies] == [None] * 5
+    assert client.usage.timeouts == 0 and client.usage.calls == 5
 
 
 def test_the_same_policy_drives_a_plain_httpx_client() -> None:

@@ -15,9 +15,10 @@ the call's waits add up to `rate_limit_budget_s`, without using up retries; perm
 (400, 401/403, 404, context too long) at once become a reply with `error` set. litellm gives up
 on an attempt that gets no reply within `timeout_s`, so a hung call costs about
 `timeout_s × (max_retries + 1)` plus backoff, and its row says ``Timeout: no reply within ...``;
-a backstop cancels any attempt after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also
-covers litellm's setup on a process's first call, which can take seconds). Error texts never
-contain the API key.
+a backstop cancels any request after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also
+covers litellm's setup on a process's first call, which can take seconds). Only the request is
+timed: a prompt queued for an in-flight slot or for the run's budget waits as long as it must.
+Error texts never contain the API key.
 
 Requests in flight are bounded by an AIMD limit (`llm.adaptive`): it starts at `max_concurrency`
 (shared by all of the client's calls, from any thread), halves on a 429 and grows back by one
@@ -78,6 +79,7 @@ from rag_eval_pipeline.llm.failures import (
     NotCalled,
     RetryPolicy,
     retry_async,
+    within,
 )
 from rag_eval_pipeline.llm.secrets import RedactingFilter, redact
 
@@ -92,6 +94,8 @@ MAX_ERROR_CHARS = 500
 # bounding them keeps a failing endpoint from getting every prompt's retries at once.
 CALLS_PER_SLOT = 4
 PROBE_POLL_S = 0.05
+# The backstop's room beyond 2 × timeout_s: litellm's setup on a process's first call.
+BACKSTOP_SLACK_S = 10.0
 TIMEOUT_ERRORS = frozenset({"Timeout", "APITimeoutError"})  # litellm's and openai's
 # litellm's loggers and its HTTP client's, which may log request headers and provider errors
 REDACTED_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore", __name__)
@@ -139,16 +143,17 @@ class LLMConfig:
 
     @property
     def backstop_timeout_s(self) -> float:
-        """When an attempt is cancelled whatever litellm does (its own timeout is `timeout_s`)."""
-        return 2 * self.timeout_s + 10
+        """When a request is cancelled whatever litellm does (its own timeout is `timeout_s`)."""
+        return 2 * self.timeout_s + BACKSTOP_SLACK_S
 
     def retry_policy(self) -> RetryPolicy:
-        """The retry policy of each prompt (each attempt cancelled after `backstop_timeout_s`)."""
+        """The retry policy of each prompt. It sets no attempt timeout: an attempt also waits for
+        an in-flight slot and the run's budget, which must not count as the provider's time;
+        `LLMClient` bounds each request alone by `backstop_timeout_s`."""
         return RetryPolicy(
             max_retries=self.max_retries,
             backoff_base_s=self.backoff_base_s,
             rate_limit_budget_s=self.rate_limit_budget_s,
-            attempt_timeout_s=self.backstop_timeout_s,
         )
 
     def breaker(self) -> CircuitBreaker:
@@ -435,7 +440,9 @@ class LLMClient:
                 self._count(calls=1, retries=int(bool(epochs)))
                 epochs.append(epoch)
                 started.append(time.perf_counter())
-                response = await _litellm().acompletion(**request)
+                response = await within(
+                    config.backstop_timeout_s, _litellm().acompletion(**request)
+                )
                 return self._from_response(response, _elapsed_ms(started[-1]), len(epochs))
 
         def observe(error: BaseException, decision: Decision) -> None:

@@ -281,6 +281,18 @@ class _RetryState:
 Observer = Callable[[BaseException, Decision], None]
 
 
+async def within(timeout_s: float | None, awaitable: Awaitable[T]) -> T:
+    """`awaitable`'s result, cancelled with `AttemptTimeout` after `timeout_s` (None: no limit);
+    other `TimeoutError`s (the awaited call's own) pass unchanged."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await awaitable
+    except TimeoutError as timed_out:
+        if timeout_s is not None and not str(timed_out):
+            raise AttemptTimeout(timeout_s) from None
+        raise
+
+
 async def retry_async(
     attempt: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
@@ -295,14 +307,9 @@ async def retry_async(
     while True:
         state.begin()
         try:
-            async with asyncio.timeout(policy.attempt_timeout_s):
-                value = await attempt()
-        except TimeoutError as timed_out:
-            error: BaseException = timed_out
-            if policy.attempt_timeout_s is not None and not str(timed_out):
-                error = AttemptTimeout(policy.attempt_timeout_s)
+            value = await within(policy.attempt_timeout_s, attempt())
         except Exception as failed:
-            error = failed
+            error: BaseException = failed
         else:
             return state.result(value, None, None)
         decision = state.decide(error)
