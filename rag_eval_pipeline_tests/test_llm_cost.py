@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import litellm
+import numpy as np
 import pandas as pd
 import pytest
 from dagster import DagsterInstance, build_sensor_context
@@ -170,20 +171,45 @@ def test_a_capped_budget_lets_an_unpriced_model_through_and_counts_it() -> None:
 
 def test_reservations_hold_release_and_wait() -> None:
     budget = CostBudget(limit_usd=1.0)
-    held = [budget.reserve(0.1), budget.reserve(0.2)]
+    held = [budget.reserve(0.1, "a"), budget.reserve(0.2, "b")]
     assert held == [0.1, 0.2] and budget.reserved_usd == pytest.approx(0.3)
     # 0.8 does not fit beside what is held, but will once those calls land: wait, not refuse.
-    assert budget.reserve(0.8) is None and budget.could_cover(0.8)
+    assert budget.reserve(0.8, "big") is None and budget.could_cover(0.8)
+    # First come, first served: a small prompt arriving later does not overtake the big one.
+    assert budget.reserve(0.01, "small") is None
     budget.charge(0.05)
     for amount in held:
         budget.release(amount)
     assert budget.reserved_usd == 0.0  # 0.1 + 0.2 - 0.1 - 0.2 is not 0.0 in floats
-    assert budget.reserve(0.95) == 0.95 and budget.reserve(None) is None
+    assert budget.reserve(0.01, "small") is None  # still behind "big"
+    assert budget.reserve(0.8, "big") == 0.8 and budget.reserve(0.01, "small") == 0.01
+    for amount in (0.8, 0.01):
+        budget.release(amount)
+    assert budget.reserve(0.95, "c") == 0.95 and budget.reserve(None, "d") is None
+    budget.leave("d")
     budget.release(0.95)
-    assert not budget.could_cover(0.96) and budget.reserve(None) == 0.0  # unknown: not capped
+    assert not budget.could_cover(0.96) and budget.reserve(None, "e") == 0.0  # not capped
+    budget.release(0.0)
     budget.charge(0.95)
-    assert not budget.could_cover(None) and budget.reserve(None) is None
-    assert CostBudget(limit_usd=None).reserve(123.0) == 0.0
+    assert not budget.could_cover(None) and budget.reserve(None, "f") is None
+    assert CostBudget(limit_usd=None).reserve(123.0, "g") == 0.0
+
+
+def test_nothing_held_leaves_no_float_residue() -> None:
+    """After any sequence of reservations, with every call landed the budget holds exactly 0."""
+    rng = np.random.default_rng(1)
+    budget = CostBudget(limit_usd=1e9)
+    held: list[float] = []
+    for step in range(20_000):
+        if len(held) < 32 and (not held or rng.random() < 0.5):
+            amount = budget.reserve(float(rng.uniform(0.01, 2.0)), step)
+            assert amount is not None
+            held.append(amount)
+        else:
+            budget.release(held.pop(int(rng.integers(len(held)))))
+    for amount in held:
+        budget.release(amount)
+    assert budget.reserved_usd == 0.0
 
 
 def test_max_cost_from_env(monkeypatch: pytest.MonkeyPatch) -> None:

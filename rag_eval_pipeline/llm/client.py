@@ -468,15 +468,19 @@ class LLMClient:
     async def _sending(self, worst_case_usd: float | None) -> AsyncIterator[None]:
         """One attempt's send: hold the prompt's worst-case cost in the run's budget until the
         attempt is over (its reply, if any, charged its actual cost); while calls in flight hold
-        what it needs, wait for them. Raise `NotCalled` when the budget cannot cover it even
-        with nothing in flight, or the breaker is open."""
+        what it needs, wait for them (first come, first served). Raise `NotCalled` when the
+        budget cannot cover it even with nothing in flight, or the breaker is open."""
         held = 0.0
         if self.budget is not None:
-            while (reserved := self.budget.reserve(worst_case_usd)) is None:
-                if not self.budget.could_cover(worst_case_usd):
-                    self._count(budget_refused=1)
-                    raise NotCalled(self.budget.refuse(worst_case_usd))
-                await asyncio.sleep(PROBE_POLL_S)
+            ticket = object()
+            try:
+                while (reserved := self.budget.reserve(worst_case_usd, ticket)) is None:
+                    if not self.budget.could_cover(worst_case_usd):
+                        self._count(budget_refused=1)
+                        raise NotCalled(self.budget.refuse(worst_case_usd))
+                    await asyncio.sleep(PROBE_POLL_S)
+            finally:
+                self.budget.leave(ticket)
             held = reserved
         try:
             if not self.breaker.allow():
