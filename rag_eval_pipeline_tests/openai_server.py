@@ -41,7 +41,7 @@ from typing import Any
 Responder = Callable[[dict[str, Any]], str]
 Chooser = Callable[[dict[str, Any], int], str]
 CHAT_PATH = "/v1/chat/completions"
-BEHAVIOURS = frozenset({"ok", "hang", "garbage"})
+BEHAVIOURS = frozenset({"ok", "hang", "garbage", "empty"})
 
 
 def echo_last_user_message(request: dict[str, Any]) -> str:
@@ -228,6 +228,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif behaviour == "hang":
             state._wait(state.hang_s)
             self.close_connection = True
+        elif behaviour == "empty":  # billed, but no text (e.g. a content filter)
+            body = _completion_body(record.body, state.responder(record.body))
+            body["choices"][0]["message"]["content"] = None
+            self._send_json(200, body)
         elif behaviour == "garbage":
             self._send_bytes(200, b"<html>502 Bad Gateway</html>", "application/json")
         else:

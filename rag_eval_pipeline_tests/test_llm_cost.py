@@ -137,6 +137,20 @@ def test_spent_budget_turns_the_remaining_prompts_into_error_rows() -> None:
     assert budget.refused == client.usage.budget_refused == len(refused) > 0
 
 
+def test_a_billed_reply_without_text_is_charged() -> None:
+    """A provider that bills a response with no text (a content filter): an error row at once
+    (asking again gets the same), and its cost counts against the cap and in the usage."""
+    with run_openai_server(responder=words(5), faults=["empty", "ok"]) as server:
+        budget = CostBudget(limit_usd=1.0)
+        config = make_client(server, model=PRICED, max_tokens=20, max_concurrency=1).config
+        client = LLMClient(config, budget)
+        filtered, answered = client.complete_many([ask("filtered"), ask("answered")])
+    assert filtered.error == "ValueError: the provider returned no message content"
+    assert answered.error is None and answered.cost_usd > 0 and server.request_count == 2
+    assert budget.spent_usd > answered.cost_usd
+    assert client.usage.cost_usd == pytest.approx(budget.spent_usd)
+
+
 def test_calls_in_flight_never_overshoot_the_cap() -> None:
     """8 calls at once against a cap of 2.5 worst cases: reservations keep at most 2 in flight,
     and the replies, each about as long as `max_tokens`, never add up to more than the cap

@@ -568,22 +568,31 @@ class LLMClient:
         )
 
     def _from_response(self, response: Any, latency_ms: float, attempts: int) -> LLMReply:
-        text = response.choices[0].message.content
-        if text is None:
-            raise ValueError("the provider returned no message content")
+        """The reply of a provider's response, charged to the run's budget; a response without
+        text is charged and counted too (it was billed), then raised as a transient fault."""
         usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         hidden = getattr(response, "_hidden_params", None) or {}
         price = hidden.get("response_cost")
         if price is None:
             self._count_unpriced()
         if self.budget is not None:
             self.budget.charge(None if price is None else float(price))
+        text = response.choices[0].message.content
+        if text is None:
+            self._count(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cost_usd=float(price or 0.0),
+            )
+            raise ValueError("the provider returned no message content")
         return LLMReply(
             text=text,
             error=None,
             latency_ms=latency_ms,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
             cost_usd=float(price or 0.0),
             cached=False,
             attempts=attempts,
