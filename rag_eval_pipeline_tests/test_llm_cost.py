@@ -15,14 +15,17 @@ import litellm
 import numpy as np
 import pandas as pd
 import pytest
-from dagster import DagsterInstance, build_sensor_context
+from dagster import DagsterInstance, MaterializeResult, asset, build_sensor_context, materialize
+from dagster._core.storage.runs.schema import RunsTable
 
+from rag_eval_pipeline.defs import run_cost
 from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.defs.run_cost import run_cost_sensor, tag_run_cost
 from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.cost import (
     CALLS_TAG,
+    COMPLETE_TAG,
     COST_TAG,
     cost_quality,
     cost_tags,
@@ -397,3 +400,48 @@ def test_dry_run_refuses_the_options_of_a_real_run(capsys: pytest.CaptureFixture
 
     assert main(["run", "--dry-run", "--days", "3", "--select", "retrieval_metrics+"]) == 2
     assert "it takes no --days, --select" in capsys.readouterr().err
+
+
+@asset
+def judged_once() -> MaterializeResult:
+    return MaterializeResult(
+        metadata={"judge_model": PRICED, "judge_calls": 3, "judge_cost_usd": 0.25}
+    )
+
+
+@asset(deps=[judged_once])
+def fails_after_judging() -> None:
+    raise RuntimeError("a step that fails after the judge was paid")
+
+
+def test_a_failed_runs_cost_is_tagged_as_a_lower_bound(dagster_instance: DagsterInstance) -> None:
+    result = materialize(
+        [judged_once, fails_after_judging], instance=dagster_instance, raise_on_error=False
+    )
+    assert not result.success
+    assert tag_run_cost(dagster_instance, result.run_id) == {
+        COST_TAG: "0.250000",
+        CALLS_TAG: "3",
+        COMPLETE_TAG: "false",
+    }
+
+
+def test_the_cost_sensor_tags_runs_finished_at_the_same_instant_across_pages(
+    dagster_instance: DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`updated_after` is strict: two runs updated at the same instant, split by the page size,
+    are both tagged (the cursor keeps the runs seen at its instant)."""
+    run_ids = [materialize([judged_once], instance=dagster_instance).run_id for _ in range(2)]
+    storage = dagster_instance.run_storage
+    instant = storage.get_run_records()[0].update_timestamp.replace(tzinfo=None)
+    with storage.connect() as connection:  # the same instant, which no public API can set
+        connection.execute(RunsTable.update().values(update_timestamp=instant))
+    monkeypatch.setattr(run_cost, "RUNS_PER_TICK", 1)
+    cursor = None
+    for _ in range(3):
+        context = build_sensor_context(instance=dagster_instance, cursor=cursor)
+        run_cost.run_cost_sensor(context)
+        cursor = context.cursor
+    tags = [dagster_instance.get_run_by_id(run_id).tags for run_id in run_ids]
+    assert [t.get(COST_TAG) for t in tags] == ["0.250000", "0.250000"]
+    assert all(COMPLETE_TAG not in t for t in tags)

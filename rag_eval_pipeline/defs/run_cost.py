@@ -9,12 +9,14 @@ runs (`RunsFilter(tags=...)`).
 
 `rag-eval run` tags each run it executes when it ends; `run_cost_sensor` tags, in the daemon,
 the runs it launched (backfills, schedules, the UI) once they end, successfully or not: a failed
-run's calls were paid for too.
+run's calls were paid for too. A failed step records no usage, so a run that did not succeed is
+also tagged `rag_eval/cost_complete: false` (its figures are lower bounds).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import datetime, timedelta
 
 from dagster import (
     DagsterInstance,
@@ -34,8 +36,12 @@ RUNS_PER_TICK = 100
 
 
 def tag_run_cost(instance: DagsterInstance, run_id: str) -> dict[str, str]:
-    """Tag run `run_id` with its LLM cost and calls; the tags set (none without LLM usage)."""
-    tags = cost_tags(run_llm_usage(instance, run_id))
+    """Tag run `run_id` with its LLM cost and calls; the tags set (none without LLM usage). A
+    run that did not succeed also gets `rag_eval/cost_complete: false`: a failed step records no
+    usage, so its calls are missing from the figures."""
+    run = instance.get_run_by_id(run_id)
+    complete = run is not None and run.status == DagsterRunStatus.SUCCESS
+    tags = cost_tags(run_llm_usage(instance, run_id), complete=complete)
     if tags:
         instance.add_run_tags(run_id, tags)
     return tags
@@ -50,18 +56,30 @@ def tag_run_cost(instance: DagsterInstance, run_id: str) -> dict[str, str]:
     ),
 )
 def run_cost_sensor(context: SensorEvaluationContext) -> SkipReason:
-    after = datetime.fromisoformat(context.cursor) if context.cursor else None
+    # The cursor is the last update time looked at and the runs seen at exactly that time:
+    # runs updated at the same instant may straddle a page, and `updated_after` is strict.
+    cursor = json.loads(context.cursor) if context.cursor else None
+    last = datetime.fromisoformat(cursor["at"]) if cursor else None
+    seen = set(cursor["runs"]) if cursor else set()
     records = context.instance.get_run_records(
-        filters=RunsFilter(statuses=FINISHED_STATUSES, updated_after=after),
+        filters=RunsFilter(
+            statuses=FINISHED_STATUSES,
+            updated_after=last - timedelta(microseconds=1) if last else None,
+        ),
         order_by="update_timestamp",
         ascending=True,
-        limit=RUNS_PER_TICK,
+        limit=RUNS_PER_TICK + len(seen),
     )
-    tagged = 0
+    tagged = looked = 0
     for record in records:
-        if COST_TAG not in record.dagster_run.tags:
-            tagged += bool(tag_run_cost(context.instance, record.dagster_run.run_id))
-        context.update_cursor(record.update_timestamp.isoformat())
-    return SkipReason(
-        f"Looked at {len(records)} finished run(s); tagged {tagged} with their LLM cost."
-    )
+        run, at = record.dagster_run, record.update_timestamp
+        if at == last and run.run_id in seen:
+            continue
+        looked += 1
+        if COST_TAG not in run.tags:
+            tagged += bool(tag_run_cost(context.instance, run.run_id))
+        seen = seen | {run.run_id} if at == last else {run.run_id}
+        last = at
+    if last is not None:
+        context.update_cursor(json.dumps({"at": last.isoformat(), "runs": sorted(seen)}))
+    return SkipReason(f"Looked at {looked} finished run(s); tagged {tagged} with their LLM cost.")

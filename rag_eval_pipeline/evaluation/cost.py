@@ -39,6 +39,9 @@ USAGE_COLUMNS = [
 ALL_ROLES = "all"
 COST_TAG = "rag_eval/cost_usd"
 CALLS_TAG = "rag_eval/llm_calls"
+# "false" on a run that did not succeed: a failed step records no usage, so the tags are lower
+# bounds of what it spent.
+COMPLETE_TAG = "rag_eval/cost_complete"
 UNKNOWN = "unknown"
 
 
@@ -104,13 +107,17 @@ def unpriced_models(usage: pd.DataFrame) -> list[str]:
     return sorted(usage.loc[usage["cost_usd"].isna(), "model"].unique())
 
 
-def cost_tags(usage: pd.DataFrame) -> dict[str, str]:
+def cost_tags(usage: pd.DataFrame, complete: bool = True) -> dict[str, str]:
     """The run's tags: `rag_eval/cost_usd` (USD with 6 decimals, or `unknown`) and
-    `rag_eval/llm_calls`; none without LLM usage."""
+    `rag_eval/llm_calls`, with `rag_eval/cost_complete: false` when the run did not succeed
+    (`complete`: its failed steps' calls are not counted); none without LLM usage."""
     if usage.empty:
         return {}
     cost = total_cost_usd(usage)
-    return {
+    tags = {
         COST_TAG: f"{cost:.6f}" if math.isfinite(cost) else UNKNOWN,
         CALLS_TAG: str(int(usage["calls"].sum())),
     }
+    if not complete:
+        tags[COMPLETE_TAG] = "false"
+    return tags
