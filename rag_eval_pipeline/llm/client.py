@@ -470,17 +470,19 @@ class LLMClient:
         attempt is over (its reply, if any, charged its actual cost); while calls in flight hold
         what it needs, wait for them (first come, first served). Raise `NotCalled` when the
         budget cannot cover it even with nothing in flight, or the breaker is open."""
+        budget = self.budget if self.budget is not None and self.budget.capped else None
         held = 0.0
-        if self.budget is not None:
+        if budget is not None:
             ticket = object()
             try:
-                while (reserved := self.budget.reserve(worst_case_usd, ticket)) is None:
-                    if not self.budget.could_cover(worst_case_usd):
+                while (reserved := budget.reserve(worst_case_usd, ticket)) is None:
+                    if not budget.could_cover(worst_case_usd):
                         self._count(budget_refused=1)
-                        raise NotCalled(self.budget.refuse(worst_case_usd))
+                        raise NotCalled(budget.refuse(worst_case_usd))
                     await asyncio.sleep(PROBE_POLL_S)
-            finally:
-                self.budget.leave(ticket)
+            except BaseException:  # refused or cancelled while queued
+                budget.leave(ticket)
+                raise
             held = reserved
         try:
             if not self.breaker.allow():
@@ -488,8 +490,8 @@ class LLMClient:
                 raise NotCalled(self.breaker.message)
             yield
         finally:
-            if self.budget is not None:
-                self.budget.release(held)
+            if budget is not None:
+                budget.release(held)
 
     def _observe(
         self, error: BaseException, decision: Decision, limit: AdaptiveLimit, epoch: int | None
