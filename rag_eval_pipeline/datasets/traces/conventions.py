@@ -21,6 +21,7 @@ from openinference.semconv.trace import (
 )
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.traces.compression import open_decompressed
 
 INPUT_VALUE = SpanAttributes.INPUT_VALUE
 INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
@@ -144,9 +145,10 @@ def bad_value(
 
 
 def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
-    """The line number and parsed JSON of each non-blank line of a file; a line that is not
-    JSON (or not UTF-8) raises naming the file, the line and `what` it should hold."""
-    with open(path, "rb") as handle:
+    """The line number and parsed JSON of each non-blank line of a file (decompressed as it is
+    read when zstd or gzip); a line that is not JSON (or not UTF-8) raises naming the file,
+    the line and `what` it should hold."""
+    with open_decompressed(path) as handle:
         for number, raw in enumerate(handle, start=1):
             try:
                 text = raw.decode("utf-8")
