@@ -16,12 +16,13 @@ import json
 import os
 import tempfile
 from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePosixPath
 
 from filelock import FileLock
 from upath import UPath
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName, ValidationIssue
 from rag_eval_pipeline.datasets.versions import validate_version_name, version_folders
 from rag_eval_pipeline.storage.file_fingerprint import ObjectIdentity, object_listing
 from rag_eval_pipeline.storage.objects import is_local, storage_path, write_text_atomically
@@ -29,6 +30,7 @@ from rag_eval_pipeline.storage.objects import is_local, storage_path, write_text
 Listing = dict[str, ObjectIdentity]
 MIRROR_STATE = ".mirrored.json"
 FEW_FOLDERS = 16
+MIRROR_THREADS = 16
 DEFAULT_MIRROR = Path(tempfile.gettempdir()) / "rag-eval-datasets"
 
 
@@ -81,33 +83,60 @@ class DatasetLocation:
             listing = object_listing(self.root / version)
         return mirror_folder(self.root / version, self.mirror / version, listing)
 
+    def local_folders(self, listings: dict[str, Listing]) -> dict[str, Path | Exception]:
+        """`local_folder` of every version of `listings`, `MIRROR_THREADS` mirrored at a time
+        (the time goes to requests); a version that cannot be mirrored gets its error."""
+
+        def mirrored(version: str) -> Path | Exception:
+            try:
+                return self.local_folder(version, listings[version])
+            except (InvalidVersionName, DatasetError) as error:
+                return error
+
+        with ThreadPoolExecutor(MIRROR_THREADS) as pool:
+            return dict(zip(listings, pool.map(mirrored, listings), strict=True))
+
 
 def mirror_folder(source: UPath, target: Path, listing: Listing) -> Path:
     """`target` holding exactly the objects of `listing` under `source`: objects whose size or
-    ETag differ from what was mirrored are fetched (each into a temporary sibling, renamed into
-    place), local files without an object are deleted. One process at a time per folder."""
+    ETag differ from what was mirrored are fetched (concurrently, each into a temporary
+    sibling renamed into place), local files without an object are deleted. One process at a
+    time per folder."""
     target.mkdir(parents=True, exist_ok=True)
     state_path = target.parent / f".{target.name}{MIRROR_STATE}"
     with FileLock(str(target.parent / f".{target.name}.lock")):
         state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-        for key, (size, etag) in listing.items():
-            local = target / _safe_key(source, key)
-            if state.get(key) == [size, etag] and local.is_file():
-                continue
-            local.parent.mkdir(parents=True, exist_ok=True)
-            partial = local.with_name(f".{local.name}.part")
-            source.fs.get_file((source / key).path, str(partial))
-            os.replace(partial, local)
-            state[key] = [size, etag]
-        for path in sorted(target.rglob("*"), reverse=True):
-            key = path.relative_to(target).as_posix()
-            if path.is_file() and key not in listing:
-                path.unlink()
-                state.pop(key, None)
-            elif path.is_dir() and not any(path.iterdir()):
-                path.rmdir()
+        changed = [
+            key
+            for key, identity in listing.items()
+            if state.get(key) != list(identity) or not (target / _safe_key(source, key)).is_file()
+        ]
+        partials = [_partial(target / key) for key in changed]
+        if changed:
+            source.fs.get([(source / key).path for key in changed], [str(p) for p in partials])
+        for key, partial in zip(changed, partials, strict=True):
+            os.replace(partial, target / key)
+            state[key] = list(listing[key])
+        _remove_unlisted(target, listing, state)
         write_text_atomically(json.dumps(state, sort_keys=True), storage_path(state_path))
     return target
+
+
+def _partial(local: Path) -> Path:
+    """The hidden temporary sibling `local` is fetched into (its folder created)."""
+    local.parent.mkdir(parents=True, exist_ok=True)
+    return local.with_name(f".{local.name}.part")
+
+
+def _remove_unlisted(target: Path, listing: Listing, state: dict[str, list]) -> None:
+    """Delete the files under `target` that `listing` does not name, then empty folders."""
+    for path in sorted(target.rglob("*"), reverse=True):
+        key = path.relative_to(target).as_posix()
+        if path.is_file() and key not in listing:
+            path.unlink()
+            state.pop(key, None)
+        elif path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
 
 
 def _safe_key(source: UPath, key: str) -> str:

@@ -120,9 +120,16 @@ def scan_versions(
     if not isinstance(location, DatasetLocation):
         location = DatasetLocation(location)
     names = [name for name in location.version_names() if name not in skip]
-    listings = location.listings(names) if location.remote else {}
+    if not location.remote:
+        return VersionScan({name: located_verdict(location, name, limits) for name in names})
+    folders = location.local_folders(location.listings(names))
     return VersionScan(
-        {name: located_verdict(location, name, limits, listings.get(name)) for name in names}
+        {
+            name: version_verdict(folder, limits)
+            if isinstance(folder, Path)
+            else _refusal(name, folder)
+            for name, folder in folders.items()
+        }
     )
 
 
@@ -136,8 +143,10 @@ def located_verdict(
     is unsafe, or when its objects cannot be mirrored; else `version_verdict` of its folder."""
     try:
         folder = location.local_folder(version, listing)
-    except InvalidVersionName as error:
-        return refused(version, str(error))
-    except DatasetError as error:
-        return refused(version, error.summary)
+    except (InvalidVersionName, DatasetError) as error:
+        return _refusal(version, error)
     return version_verdict(folder, limits)
+
+
+def _refusal(version: str, error: Exception) -> Verdict:
+    return refused(version, error.summary if isinstance(error, DatasetError) else str(error))
