@@ -32,7 +32,7 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config
-from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_server
+from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_client, s3_server
 from rag_eval_pipeline_tests.test_dataset_formats import broken_version
 from rag_eval_pipeline_tests.test_object_storage import computed_values
 
@@ -153,3 +153,16 @@ def test_a_version_from_the_bucket_evaluates_to_the_scorecard_of_the_folder(
         scorecards.append(computed_values(result.output_for_node("evaluation_scorecard")))
     assert len(scorecards[0]) > 50
     pd.testing.assert_frame_equal(scorecards[1], scorecards[0])
+
+
+def test_an_object_key_leaving_its_folder_refuses_the_version(
+    s3_server: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    bucket = s3_bucket.removeprefix("s3://")
+    client = s3_client(s3_server)
+    client.put_object(Bucket=bucket, Key="datasets/evil/queries.jsonl", Body=b"{}\n")
+    client.put_object(Bucket=bucket, Key="datasets/evil/../../outside.txt", Body=b"x")
+    scan = DatasetsResource(root=f"{s3_bucket}/datasets", mirror=str(tmp_path / "m")).scan()
+    assert "object key leaves its folder" in scan.invalid["evil"]
+    written = [p.name for p in tmp_path.rglob("*") if p.is_file()]
+    assert written == [".evil.lock"]  # nothing fetched, inside the mirror or out of it

@@ -106,20 +106,32 @@ def mirror_folder(source: UPath, target: Path, listing: Listing) -> Path:
     state_path = target.parent / f".{target.name}{MIRROR_STATE}"
     with FileLock(str(target.parent / f".{target.name}.lock")):
         state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        for key in listing:
+            _check_key(source, key)
         changed = [
             key
             for key, identity in listing.items()
-            if state.get(key) != list(identity) or not (target / _safe_key(source, key)).is_file()
+            if state.get(key) != list(identity) or not (target / key).is_file()
         ]
         partials = [_partial(target / key) for key in changed]
         if changed:
-            source.fs.get([(source / key).path for key in changed], [str(p) for p in partials])
+            _fetch(source, changed, partials)
         for key, partial in zip(changed, partials, strict=True):
             os.replace(partial, target / key)
             state[key] = list(listing[key])
         _remove_unlisted(target, listing, state)
         write_text_atomically(json.dumps(state, sort_keys=True), storage_path(state_path))
     return target
+
+
+def _fetch(source: UPath, keys: list[str], partials: list[Path]) -> None:
+    """The objects `keys` under `source` into the local files `partials`, concurrently."""
+    try:
+        source.fs.get([(source / key).path for key in keys], [str(p) for p in partials])
+    except FileNotFoundError as error:
+        label = str(source)
+        message = f"an object was deleted while the version was mirrored ({error}): try again"
+        raise DatasetError(label, [ValidationIssue(label, message)]) from None
 
 
 def _partial(local: Path) -> Path:
@@ -139,10 +151,9 @@ def _remove_unlisted(target: Path, listing: Listing, state: dict[str, list]) -> 
             path.rmdir()
 
 
-def _safe_key(source: UPath, key: str) -> str:
-    """`key` as a relative path inside the folder; a key that would leave it is refused."""
+def _check_key(source: UPath, key: str) -> None:
+    """Refuse an object key that would not be a relative path inside its folder."""
     parts = PurePosixPath(key).parts
     if not parts or key.startswith("/") or any(part in ("", ".", "..") for part in parts):
         label = f"{source}/{key}"
         raise DatasetError(label, [ValidationIssue(label, "object key leaves its folder")])
-    return key
