@@ -49,15 +49,16 @@ class DatasetLocation:
         """Whether the versions are on an object store (read through the mirror)."""
         return not is_local(self.root)
 
-    def __str__(self) -> str:
-        return str(self.root) if self.remote else self.root.path
-
     def version_names(self) -> list[str]:
-        """Every folder directly under the root (hidden ones excepted), sorted; on an object
-        store one delimited listing of the root (its prefixes, not their objects)."""
+        """Every folder directly under the root (hidden ones excepted), sorted, none when the
+        root does not exist; on an object store one delimited listing of the root (its
+        prefixes, not their objects)."""
         if not self.remote:
             return [folder.name for folder in version_folders(Path(self.root.path))]
-        entries = self.root.fs.ls(self.root.path, detail=True)
+        try:
+            entries = self.root.fs.ls(self.root.path, detail=True)
+        except FileNotFoundError:  # no object under the root yet
+            return []
         names = (PurePosixPath(e["name"]).name for e in entries if e["type"] == "directory")
         return sorted(name for name in names if not name.startswith("."))
 
