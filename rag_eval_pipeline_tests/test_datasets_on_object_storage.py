@@ -20,6 +20,7 @@ from dagster import (
     materialize,
 )
 
+from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.datasets import location as location_module
 from rag_eval_pipeline.datasets.location import DatasetLocation
@@ -77,10 +78,16 @@ def test_the_bucket_gets_the_verdicts_of_the_folder_from_every_path(
         listed_once = DatasetsResource(root=url, mirror=str(tmp_path / "mirror-2")).scan()
     assert listed_once.invalid == on_disk.invalid and listed_once.valid == ["demo-v1"]
 
-    assert main(["validate", f"{url}/demo-v1"]) == 0
-    assert capsys.readouterr().out.startswith("Dataset version 'demo-v1' is valid:")
-    assert main(["validate", f"{url}/broken"]) == 1
-    assert "unknown id 'nope-42'" in capsys.readouterr().err
+    patch = pytest.MonkeyPatch.context()
+    with patch as mirror:  # `rag-eval validate` mirrors to RAG_EVAL_DATASETS_MIRROR
+        mirror.setattr(cli, "DATASETS_MIRROR", tmp_path / "cli-mirror")
+        validated = main(["validate", f"{url}/demo-v1"]), main(["validate", f"{url}/broken"])
+    assert (tmp_path / "cli-mirror" / "demo-v1" / "qrels.csv").is_file()
+    assert validated[0] == 0
+    assert validated[1] == 1
+    printed = capsys.readouterr()
+    assert printed.out.startswith("Dataset version 'demo-v1' is valid:")
+    assert "unknown id 'nope-42'" in printed.err
 
     with build_sensor_context(instance=dagster_instance, resources={"datasets": remote}) as ctx:
         sensed = dataset_version_sensor(ctx)
