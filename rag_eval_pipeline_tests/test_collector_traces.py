@@ -151,3 +151,26 @@ def test_a_bad_json_value_inside_a_zstd_record_names_its_record(tmp_path: Path) 
     issue = raised.value.issues[0]
     assert (issue.file, issue.line) == ("traces/t.json", 1)
     assert "startTimeUnixNano" in issue.column and "'x'" in issue.message
+
+
+@pytest.mark.parametrize("layout", ["proto", "json"])
+@pytest.mark.parametrize("where", ["first frame", "later frame"])
+def test_a_corrupt_zstd_stream_names_the_file(
+    layout: str, where: str, traces: list, tmp_path: Path
+) -> None:
+    """Corrupt data where the layout is recognized, or in a later frame, read span by span."""
+    encode = proto_file if layout == "proto" else json_lines_file
+    compressor = zstandard.ZstdCompressor()
+    good = compressor.compress(encode([t.spans for t in traces[:20]]))
+    bad = bytearray(compressor.compress(encode([t.spans for t in traces[20:40]])))
+    bad[len(bad) // 2 :] = bytes(len(bad) - len(bad) // 2)
+    (tmp_path / "traces").mkdir()
+    data = bytes(bad) + good if where == "first frame" else good + bytes(bad)
+    (tmp_path / "traces" / "t.zst").write_bytes(data)
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    issue = raised.value.issues[0]
+    assert issue.file == "traces/t.zst"
+    assert "corrupt compressed data" in issue.message
+    if where == "later frame":  # found while reading records, after the first 20 traces
+        assert (issue.row or issue.line or 0) > 1

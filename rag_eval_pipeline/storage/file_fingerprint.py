@@ -45,7 +45,7 @@ def listing_fingerprint(listing: dict[str, ObjectIdentity]) -> str:
     return digest.hexdigest()
 
 
-def files_fingerprint(folder: str | os.PathLike[str]) -> str:
+def files_fingerprint(folder: str | os.PathLike[str] | UPath) -> str:
     """The fingerprint of the files under `folder` (a local folder or an fsspec URL): the
     hash of their relative paths and bytes locally, of their keys, sizes and ETags on an
     object store."""

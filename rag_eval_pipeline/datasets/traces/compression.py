@@ -21,6 +21,8 @@ import zstandard
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK_BYTES = 1 << 20
+DECOMPRESSION_ERRORS = (zstandard.ZstdError, OSError, EOFError, ValueError)
+"""What a corrupt zstd or gzip stream raises (`gzip.BadGzipFile` is an `OSError`)."""
 
 
 def compression_of(head: bytes) -> str | None:

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
-from rag_eval_pipeline.datasets.traces.compression import open_decompressed
+from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
 from rag_eval_pipeline.datasets.traces.conventions import Span, json_lines
 from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
 from rag_eval_pipeline.datasets.traces.otlp_proto import (
@@ -49,8 +49,8 @@ def trace_reader(path: Path, label: str) -> Reader:
     try:
         with open_decompressed(path) as handle:
             head = handle.read(SNIFF_BYTES)
-    except Exception as error:  # zstd and gzip raise their own error types
-        raise _error(label, f"cannot be decompressed ({error})") from None
+    except DECOMPRESSION_ERRORS as error:
+        raise _error(label, f"corrupt compressed data: {error}") from None
     stripped = head.lstrip()
     if not stripped or stripped[:1] == b"{":
         return _json_lines_reader(path, label)

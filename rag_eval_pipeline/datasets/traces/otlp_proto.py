@@ -24,7 +24,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from rag_eval_pipeline.datasets.traces.compression import decompress_record, open_decompressed
+from rag_eval_pipeline.datasets.traces.compression import (
+    DECOMPRESSION_ERRORS,
+    decompress_record,
+    open_decompressed,
+)
 from rag_eval_pipeline.datasets.traces.conventions import (
     EXCEPTION_EVENT,
     EXCEPTION_MESSAGE,
@@ -46,14 +50,14 @@ def length_prefixed_records(handle: BinaryIO, label: str) -> Iterator[tuple[int,
     """Each record's number (from 1) and bytes; a record longer than `MAX_RECORD_BYTES` or
     cut short by the end of the file raises naming the file and the record."""
     number = 0
-    while prefix := handle.read(LENGTH_PREFIX.size):
+    while prefix := _read(handle, LENGTH_PREFIX.size, label, number + 1):
         number += 1
         if len(prefix) < LENGTH_PREFIX.size:
             raise bad_value(label, "length", prefix.hex(), "the file ends inside", row=number)
         (length,) = LENGTH_PREFIX.unpack(prefix)
         if length > MAX_RECORD_BYTES:
             raise bad_value(label, "length", length, "record over 256 MiB", row=number)
-        payload = handle.read(length)
+        payload = _read(handle, length, label, number)
         if len(payload) < length:
             raise bad_value(
                 label,
@@ -65,6 +69,14 @@ def length_prefixed_records(handle: BinaryIO, label: str) -> Iterator[tuple[int,
         yield number, payload
 
 
+def _read(handle: BinaryIO, size: int, label: str, number: int) -> bytes:
+    """Up to `size` bytes of record `number`; corrupt compressed data raises naming it."""
+    try:
+        return handle.read(size)
+    except DECOMPRESSION_ERRORS as error:
+        raise bad_value(label, REQUEST, error, "corrupt compressed data", row=number) from None
+
+
 def otlp_proto_spans(path: Path, label: str) -> Iterator[Span]:
     """The spans of a length-prefixed OTLP file, in file order (`label`: its name in errors,
     where `row` is the record's number)."""
@@ -72,7 +84,7 @@ def otlp_proto_spans(path: Path, label: str) -> Iterator[Span]:
         for number, payload in length_prefixed_records(handle, label):
             try:
                 data = decompress_record(payload, MAX_RECORD_BYTES)
-            except Exception as error:  # zstd and gzip raise their own error types
+            except DECOMPRESSION_ERRORS as error:
                 raise bad_value(label, REQUEST, payload[:8].hex(), str(error), row=number) from None
             if data.lstrip()[:1] == b"{":
                 yield from request_spans(_json(data, label, number), label, number)
