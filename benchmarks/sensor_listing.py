@@ -6,7 +6,9 @@ over HTTP). Then times the sensor's work (`DatasetsResource.scan(skip=registered
 `dataset_version_sensor` calls) on three ticks: (1) every folder new (each is listed, mirrored
 and validated; on S3 the listing and mirroring are also timed alone, before the tick, which
 then lists and validates), (2) every folder registered (the listing of version names only),
-(3) one new folder among the registered ones. Compares each with Dagster's sensor evaluation timeout
+(3) one new folder among the registered ones; then the daily schedule's check of every
+registered version (`DatasetsResource.verdicts`), unchanged since the sensor judged them, in
+the same (long-lived) process. Compares each with Dagster's sensor evaluation timeout
 (`DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`, 60 s by default), the budget of one tick.
 
     .venv/bin/python benchmarks/sensor_listing.py                     # 1,000 versions, local
@@ -71,6 +73,7 @@ def ticks(root: str, mirror: Path, names: list[str], add_one: Callable[[], objec
     timed(f"tick 2: {len(names)} registered, none new", lambda: datasets.scan(skip=set(names)))
     add_one()
     timed(f"tick 3: {len(names)} registered, one new", lambda: datasets.scan(skip=set(names)))
+    timed(f"schedule: {len(names)} registered, unchanged", lambda: datasets.verdicts(names))
 
 
 def upload(local: Path, url: str) -> float:

@@ -106,7 +106,8 @@ def mirror_folder(source: UPath, target: Path, listing: Listing) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     state_path = target.parent / f".{target.name}{MIRROR_STATE}"
     with FileLock(str(target.parent / f".{target.name}.lock")):
-        state = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        mirrored = json.loads(state_path.read_text()) if state_path.is_file() else {}
+        state = dict(mirrored)
         for key in listing:
             _check_key(source, key)
         changed = [
@@ -121,7 +122,8 @@ def mirror_folder(source: UPath, target: Path, listing: Listing) -> Path:
             os.replace(partial, target / key)
             state[key] = list(listing[key])
         _remove_unlisted(target, listing, state)
-        write_text_atomically(json.dumps(state, sort_keys=True), storage_path(state_path))
+        if state != mirrored or not state_path.is_file():
+            write_text_atomically(json.dumps(state, sort_keys=True), storage_path(state_path))
     return target
 
 

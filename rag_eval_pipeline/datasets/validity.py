@@ -120,6 +120,15 @@ def scan_versions(
     if not isinstance(location, DatasetLocation):
         location = DatasetLocation(location)
     names = [name for name in location.version_names() if name not in skip]
+    return judge_versions(location, names, limits)
+
+
+def judge_versions(
+    location: DatasetLocation, names: Collection[str], limits: DatasetLimits | None = None
+) -> VersionScan:
+    """:func:`located_verdict` of the versions `names` of `location`; on an object store
+    their objects are listed together and mirrored concurrently
+    (`DatasetLocation.listings`, `DatasetLocation.local_folders`)."""
     if not location.remote:
         return VersionScan({name: located_verdict(location, name, limits) for name in names})
     folders = location.local_folders(location.listings(names))

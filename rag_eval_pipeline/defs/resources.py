@@ -18,6 +18,7 @@ from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.validity import (
     Verdict,
     VersionScan,
+    judge_versions,
     located_verdict,
     scan_versions,
 )
@@ -68,6 +69,10 @@ class DatasetsResource(ConfigurableResource):
     def scan(self, skip: Collection[str] = ()) -> VersionScan:
         """The verdict on every version folder but those in `skip` (`scan_versions`)."""
         return scan_versions(self.location, self.limits, skip)
+
+    def verdicts(self, versions: Collection[str]) -> VersionScan:
+        """The verdicts on `versions` (`judge_versions`: on an object store listed together)."""
+        return judge_versions(self.location, versions, self.limits)
 
     def verdict(self, version: str) -> Verdict:
         """The verdict on one version (`located_verdict`); a name that would escape the
