@@ -32,8 +32,13 @@ from rag_eval_pipeline.defs.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.objects import storage_path
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config
-from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_client, s3_server
+from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
+    evaluation_resources,
+    rag_eval_process,
+    report_config,
+)
+from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_client, s3_environment, s3_server
 from rag_eval_pipeline_tests.test_dataset_formats import broken_version
 from rag_eval_pipeline_tests.test_object_storage import computed_values
 
@@ -173,3 +178,36 @@ def test_an_object_key_leaving_its_folder_refuses_the_version(
     assert "object key leaves its folder" in scan.invalid["evil"]
     written = [p.name for p in tmp_path.rglob("*") if p.is_file()]
     assert written == [".evil.lock"]  # nothing fetched, inside the mirror or out of it
+
+
+def test_rag_eval_run_reads_its_version_from_the_bucket_named_by_rag_eval_datasets(
+    s3_server: str, two_copies: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A fresh `rag-eval run` process with `RAG_EVAL_DATASETS=s3://...` and no local dataset
+    folder: the version is mirrored under the data folder, its dataset stored, and the
+    unchanged partition is then up to date (the run fingerprint reads the mirror)."""
+    _, url = two_copies
+    data, home = tmp_path / "data", tmp_path / "home"
+    data.mkdir()
+    home.mkdir()
+    env = {**s3_environment(s3_server), "RAG_EVAL_DATASETS": url}
+    arguments = [
+        "run",
+        "--dataset-version",
+        "demo-v1",
+        "--date",
+        DATE,
+        "--select",
+        "golden_dataset",
+    ]
+
+    def run() -> str:
+        completed = rag_eval_process(data, home, *arguments, env=env)
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        return completed.stdout
+
+    run()
+    assert (data / "warehouse" / "golden_dataset" / "demo-v1" / DATE).is_dir()
+    assert (data / ".mirror" / "datasets" / "demo-v1" / "qrels.csv").is_file()
+    assert not (data / "datasets").exists()
+    assert f"demo-v1|{DATE} is up to date" in run()
