@@ -27,16 +27,18 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pandas as pd
 
 from rag_eval_pipeline.datasets.golden import DatasetLimits
-from rag_eval_pipeline.datasets.validity import version_verdict
+from rag_eval_pipeline.datasets.location import DatasetLocation
+from rag_eval_pipeline.datasets.validity import located_verdict, version_verdict
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.settings import (
-    DATASETS_DIR,
+    DATASETS_MIRROR,
     MAX_FILE_MB,
     MAX_TEXT_CHARS,
     PROJECT_ROOT,
     REPORTS_URL,
     WAREHOUSE_URL,
 )
+from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, Definitions
@@ -118,7 +120,15 @@ def open_instance() -> DagsterInstance:
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a dataset version folder (the rule `rag-eval run` and the sensor apply) and
     print its table sizes, or the line `rag-eval run` prints for it and every problem."""
-    verdict = version_verdict(Path(args.path), DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS))
+    limits = DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS)
+    location = storage_path(args.path)
+    verdict = (
+        version_verdict(Path(args.path), limits)
+        if is_local(location)
+        else located_verdict(
+            DatasetLocation(location.parent, DATASETS_MIRROR), location.name, limits
+        )
+    )
     if not verdict.valid:
         print(terminal_text(verdict.refusal), file=sys.stderr)
         for problem in verdict.problems if len(verdict.problems) > 1 else ():
@@ -348,7 +358,6 @@ def check_upstream_stored(
 ) -> None:
     """Raise `UsageError` (one line saying what to select) when a selected asset reads an
     upstream asset that is neither selected nor stored for every partition to run."""
-    from rag_eval_pipeline.storage.objects import storage_path
     from rag_eval_pipeline.storage.run_fingerprint import outputs_present
 
     graph = defs.resolve_asset_graph()
@@ -576,13 +585,12 @@ def _fingerprint_tags(
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
     from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.storage.objects import storage_path
     from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     key = evaluation_partition_key(version, day)
     fingerprint = partition_fingerprint(
-        version_dir=Path(DatasetsResource().root) / version,
+        version_dir=DatasetsResource().folder(version),
         version=version,
         date=day,
         store=WarehouseStore(WAREHOUSE_URL),
@@ -664,14 +672,15 @@ def _launch_backfill(
 
 def cmd_scorecard(args: argparse.Namespace) -> int:
     """Print the scorecard of one or more versions on a date, as a table or JSON."""
-    from rag_eval_pipeline.datasets.versions import VERSION_NAME_PATTERN, version_folders
+    from rag_eval_pipeline.datasets.versions import VERSION_NAME_PATTERN
+    from rag_eval_pipeline.defs.resources import DatasetsResource
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
     versions = args.dataset_version or [
-        folder.name
-        for folder in version_folders(DATASETS_DIR)
-        if VERSION_NAME_PATTERN.fullmatch(folder.name)
+        name
+        for name in DatasetsResource().location.version_names()
+        if VERSION_NAME_PATTERN.fullmatch(name)
     ]
     stored = sorted({day for version in versions for day in store.scorecard_dates(version)})
     date = args.date or (stored[-1] if stored else _today())

@@ -1,6 +1,8 @@
 """Project locations and environment-variable names, resolved once at import.
 
-`RAG_EVAL_DATA_DIR` moves the data folder (datasets, caches, reports); `RAG_EVAL_WAREHOUSE`
+`RAG_EVAL_DATA_DIR` moves the data folder (datasets, caches, reports); `RAG_EVAL_DATASETS` points
+at the dataset versions anywhere (a folder or an fsspec URL, read on an object store through a
+local mirror, `RAG_EVAL_DATASETS_MIRROR`); `RAG_EVAL_WAREHOUSE`
 points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`), and
 `RAG_EVAL_REPORTS` and `RAG_EVAL_CACHE` do the same for the HTML reports (and raters' CSVs)
 and the caches (embeddings, LLM replies, computed results).
@@ -14,6 +16,10 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("RAG_EVAL_DATA_DIR", PROJECT_ROOT / "data"))
 DATASETS_DIR = DATA_DIR / "datasets"
+DATASETS_URL = os.environ.get("RAG_EVAL_DATASETS", str(DATASETS_DIR))
+DATASETS_MIRROR = Path(
+    os.environ.get("RAG_EVAL_DATASETS_MIRROR", DATA_DIR / ".mirror" / "datasets")
+)
 CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
 REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))

@@ -12,11 +12,18 @@ Attribute names are the OpenInference / OTel GenAI semantic conventions' literal
 from __future__ import annotations
 
 import json
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 TIMEZONE = "America/New_York"
 DAYS = ["2026-11-02", "2026-11-03", "2026-11-04"]
@@ -312,9 +319,85 @@ def export_request(spans: list[RawSpan]) -> dict[str, object]:
     }
 
 
-def write_otlp(folder: Path, traces: list[RawTrace], files_per_day: int = 2, seed: int = 5) -> None:
+def _proto_value(value: object) -> AnyValue:
+    if isinstance(value, bool):
+        return AnyValue(bool_value=value)
+    if isinstance(value, int):
+        return AnyValue(int_value=value)
+    if isinstance(value, float):
+        return AnyValue(double_value=value)
+    return AnyValue(string_value=str(value))
+
+
+def _proto_attributes(attributes: dict[str, object]) -> list[KeyValue]:
+    return [KeyValue(key=k, value=_proto_value(v)) for k, v in attributes.items()]
+
+
+def proto_span(span: RawSpan) -> ProtoSpan:
+    """The span as opentelemetry-proto's message (ids as bytes, times as fixed64)."""
+    attributes = dict(span.attributes)
+    if span.kind:
+        attributes["openinference.span.kind"] = span.kind
+    events = []
+    if span.exception:
+        exception = {"exception.type": "KeyError", "exception.message": span.exception}
+        events.append(
+            ProtoSpan.Event(
+                time_unix_nano=span.end_ns,
+                name="exception",
+                attributes=_proto_attributes(exception),
+            )
+        )
+    return ProtoSpan(
+        trace_id=bytes.fromhex(span.trace_id),
+        span_id=bytes.fromhex(span.span_id),
+        parent_span_id=bytes.fromhex(span.parent_id or ""),
+        name=span.name,
+        kind=ProtoSpan.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=span.start_ns,
+        end_time_unix_nano=span.end_ns,
+        attributes=_proto_attributes(attributes),
+        events=events,
+        status=Status(code=Status.STATUS_CODE_ERROR, message=span.error) if span.error else None,
+    )
+
+
+def proto_request(spans: list[RawSpan]) -> bytes:
+    """One serialized ExportTraceServiceRequest holding `spans`."""
+    resource = Resource(attributes=_proto_attributes({"service.name": "rag-api"}))
+    scope = InstrumentationScope(name="openinference.instrumentation.langchain")
+    request = ExportTraceServiceRequest(
+        resource_spans=[
+            ResourceSpans(
+                resource=resource,
+                scope_spans=[ScopeSpans(scope=scope, spans=[proto_span(s) for s in spans])],
+            )
+        ]
+    )
+    return request.SerializeToString()
+
+
+def json_lines_file(batches: list[list[RawSpan]]) -> bytes:
+    """The file exporter's `format: json` file: one request per line."""
+    return "".join(json.dumps(export_request(b)) + "\n" for b in batches).encode()
+
+
+def length_prefixed(records: list[bytes]) -> bytes:
+    """Records each preceded by its length, 4 bytes unsigned big-endian (`file_writer.go`)."""
+    return b"".join(struct.pack(">I", len(r)) + r for r in records)
+
+
+def write_otlp(
+    folder: Path,
+    traces: list[RawTrace],
+    files_per_day: int = 2,
+    seed: int = 5,
+    encode: Callable[[list[list[RawSpan]]], bytes] = json_lines_file,
+    name: str = "traces-{day}-{part}.json",
+) -> None:
     """The Collector's file exporter output: per local day of the span's start, a few files of
-    batches of a few spans, spans shuffled (a trace's spans in any order, across files)."""
+    batches of a few spans, spans shuffled (a trace's spans in any order, across files);
+    `encode` writes a file's batches (default: OTLP JSON lines), `name` names it."""
     rng = np.random.default_rng(seed)
     spans = [s for t in traces for s in t.spans]
     order = rng.permutation(len(spans))
@@ -326,9 +409,11 @@ def write_otlp(folder: Path, traces: list[RawTrace], files_per_day: int = 2, see
     folder.mkdir(parents=True, exist_ok=True)
     for day, day_batches in batches.items():
         for part in range(files_per_day):
-            lines = [json.dumps(export_request(b)) for b in day_batches[part::files_per_day]]
-            if lines:
-                (folder / f"traces-{day}-{part}.json").write_text("\n".join(lines) + "\n")
+            chosen = day_batches[part::files_per_day]
+            if chosen:
+                path = folder / name.format(day=day, part=part)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(encode(chosen))
 
 
 def phoenix_rows(traces: list[RawTrace]) -> list[dict[str, object]]:

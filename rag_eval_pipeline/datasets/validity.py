@@ -1,7 +1,8 @@
 """The one rule deciding whether a folder is a usable dataset version: it loads and validates.
 
 `rag-eval validate`, `rag-eval run`, the dataset sensor and the daily schedule all ask
-:func:`version_verdict` (or :func:`scan_versions`, which asks it for every folder), so a folder
+:func:`version_verdict` (through :func:`located_verdict` for a version of a `DatasetLocation`,
+local or on an object store, or :func:`scan_versions` for all of them), so a folder
 either validates and runs, or is refused by all of them with the same message. The verdict is
 cached here, and only here, per folder state: the folder's `folder_signature` (names, sizes
 and modification times of its files), so an unchanged folder is not read again by the same
@@ -10,6 +11,7 @@ process (the code server evaluates every sensor and schedule tick).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -17,8 +19,9 @@ from pathlib import Path
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
+from rag_eval_pipeline.datasets.location import DatasetLocation, Listing
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
-from rag_eval_pipeline.datasets.versions import folder_signature, version_folders
+from rag_eval_pipeline.datasets.versions import folder_signature
 
 
 @dataclass(frozen=True)
@@ -107,14 +110,52 @@ class VersionScan:
 
 
 def scan_versions(
-    datasets_root: Path, limits: DatasetLimits | None = None, skip: Collection[str] = ()
+    location: DatasetLocation | str | os.PathLike[str],
+    limits: DatasetLimits | None = None,
+    skip: Collection[str] = (),
 ) -> VersionScan:
-    """:func:`version_verdict` of every folder under `datasets_root` but those in `skip`
-    (e.g. the versions already registered)."""
+    """:func:`located_verdict` of every version folder of `location` (a `DatasetLocation`, a
+    folder or a URL) but those in `skip` (e.g. the versions already registered); on an object
+    store the folders judged are listed together (`DatasetLocation.listings`)."""
+    if not isinstance(location, DatasetLocation):
+        location = DatasetLocation(location)
+    names = [name for name in location.version_names() if name not in skip]
+    return judge_versions(location, names, limits)
+
+
+def judge_versions(
+    location: DatasetLocation, names: Collection[str], limits: DatasetLimits | None = None
+) -> VersionScan:
+    """:func:`located_verdict` of the versions `names` of `location`; on an object store
+    their objects are listed together and mirrored concurrently
+    (`DatasetLocation.listings`, `DatasetLocation.local_folders`)."""
+    if not location.remote:
+        return VersionScan({name: located_verdict(location, name, limits) for name in names})
+    folders = location.local_folders(location.listings(names))
     return VersionScan(
         {
-            folder.name: version_verdict(folder, limits)
-            for folder in version_folders(datasets_root)
-            if folder.name not in skip
+            name: version_verdict(folder, limits)
+            if isinstance(folder, Path)
+            else _refusal(name, folder)
+            for name, folder in folders.items()
         }
     )
+
+
+def located_verdict(
+    location: DatasetLocation,
+    version: str,
+    limits: DatasetLimits | None = None,
+    listing: Listing | None = None,
+) -> Verdict:
+    """The verdict on `version` of `location`: refused without reading anything when its name
+    is unsafe, or when its objects cannot be mirrored; else `version_verdict` of its folder."""
+    try:
+        folder = location.local_folder(version, listing)
+    except (InvalidVersionName, DatasetError) as error:
+        return _refusal(version, error)
+    return version_verdict(folder, limits)
+
+
+def _refusal(version: str, error: Exception) -> Verdict:
+    return refused(version, error.summary if isinstance(error, DatasetError) else str(error))

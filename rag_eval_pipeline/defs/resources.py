@@ -12,17 +12,16 @@ import pandas as pd
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
-from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.validity import (
     Verdict,
     VersionScan,
-    refused,
+    judge_versions,
+    located_verdict,
     scan_versions,
-    version_verdict,
 )
-from rag_eval_pipeline.datasets.versions import version_dir
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder
 from rag_eval_pipeline.judges.judge import Judge, LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
@@ -33,7 +32,8 @@ from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
     CACHE_URL,
-    DATASETS_DIR,
+    DATASETS_MIRROR,
+    DATASETS_URL,
     MAX_FILE_MB,
     MAX_TEXT_CHARS,
     OFFLINE_MODEL,
@@ -47,10 +47,12 @@ from rag_eval_pipeline.systems.http_config import HttpSystemConfig, resolve_http
 
 
 class DatasetsResource(ConfigurableResource):
-    """The folder holding one sub-folder per dataset version, and the largest file (MiB) and
-    text field (characters) a version may hold."""
+    """Where the dataset versions live (a folder or an fsspec URL, one sub-folder per
+    version; on an object store read through the local `mirror`), and the largest file (MiB)
+    and text field (characters) a version may hold."""
 
-    root: str = str(DATASETS_DIR)
+    root: str = DATASETS_URL
+    mirror: str = str(DATASETS_MIRROR)
     max_file_mb: int = MAX_FILE_MB
     max_text_chars: int = MAX_TEXT_CHARS
 
@@ -59,22 +61,31 @@ class DatasetsResource(ConfigurableResource):
         """The bounds on what a version may hold."""
         return DatasetLimits(self.max_file_mb << 20, self.max_text_chars)
 
+    @property
+    def location(self) -> DatasetLocation:
+        """The versions' location (`datasets.location`)."""
+        return DatasetLocation(self.root, self.mirror)
+
     def scan(self, skip: Collection[str] = ()) -> VersionScan:
         """The verdict on every version folder but those in `skip` (`scan_versions`)."""
-        return scan_versions(Path(self.root), self.limits, skip)
+        return scan_versions(self.location, self.limits, skip)
+
+    def verdicts(self, versions: Collection[str]) -> VersionScan:
+        """The verdicts on `versions` (`judge_versions`: on an object store listed together)."""
+        return judge_versions(self.location, versions, self.limits)
 
     def verdict(self, version: str) -> Verdict:
-        """The verdict on one version (`version_verdict`); a name that would escape the
+        """The verdict on one version (`located_verdict`); a name that would escape the
         datasets folder is refused without reading anything."""
-        try:
-            folder = version_dir(Path(self.root), version)
-        except InvalidVersionName as error:
-            return refused(version, str(error))
-        return version_verdict(folder, self.limits)
+        return located_verdict(self.location, version, self.limits)
+
+    def folder(self, version: str) -> Path:
+        """The local folder `version` is read from (mirrored first from an object store)."""
+        return self.location.local_folder(version)
 
     def logs_origin(self, version: str) -> str | None:
         """Where the version's interactions come from (`traces/` wins over `logs.*`)."""
-        return logs_origin(version_dir(Path(self.root), version))
+        return logs_origin(self.folder(version))
 
     def problem(self, version: str) -> str | None:
         """Why `version` cannot be evaluated, in one line; None when it loads and validates."""
@@ -82,7 +93,7 @@ class DatasetsResource(ConfigurableResource):
 
     def load(self, version: str) -> GoldenDataset:
         """Read and validate one version (raises `DatasetError` naming file, row, column)."""
-        return load_dataset(version_dir(Path(self.root), version), version, self.limits)
+        return load_dataset(self.folder(version), version, self.limits)
 
 
 @cache

@@ -29,6 +29,7 @@ from rag_eval_pipeline.embedding.weights import weights_fingerprint
 from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE
 from rag_eval_pipeline.settings import EMBEDDER_MODEL_ENV, PROJECT_ROOT, THRESHOLDS_FILE
 from rag_eval_pipeline.storage.code_version import code_digest, files_digest, source_files
+from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 CONFIG_DIR = PROJECT_ROOT / "config"
@@ -90,7 +91,7 @@ def partition_fingerprint(
     if system in UNFINGERPRINTABLE_SYSTEMS:
         return None
     parts = [
-        f"dataset={files_digest(source_files(version_dir, '*'), version_dir)}",
+        f"dataset={files_fingerprint(version_dir)}",
         f"code={code_digest()}",
         f"config={config_digest()}",
         f"env={environment_items(environ)!r}",

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from openinference.semconv.trace import (
     DocumentAttributes,
@@ -21,6 +22,7 @@ from openinference.semconv.trace import (
 )
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
 
 INPUT_VALUE = SpanAttributes.INPUT_VALUE
 INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
@@ -144,10 +146,11 @@ def bad_value(
 
 
 def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
-    """The line number and parsed JSON of each non-blank line of a file; a line that is not
-    JSON (or not UTF-8) raises naming the file, the line and `what` it should hold."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
+    """The line number and parsed JSON of each non-blank line of a file (decompressed as it is
+    read when zstd or gzip); a line that is not JSON (or not UTF-8) raises naming the file,
+    the line and `what` it should hold."""
+    with open_decompressed(path) as handle:
+        for number, raw in _lines(handle, label, what):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -159,3 +162,13 @@ def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]
                 yield number, json.loads(text)
             except json.JSONDecodeError as error:
                 raise bad_value(label, what, text[:40], error.msg, line=number) from None
+
+
+def _lines(handle: BinaryIO, label: str, what: str) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of `handle`; corrupt compressed data raises naming file and line."""
+    number = 0
+    try:
+        for number, raw in enumerate(handle, start=1):
+            yield number, raw
+    except DECOMPRESSION_ERRORS as error:
+        raise bad_value(label, what, error, "corrupt compressed data", line=number + 1) from None

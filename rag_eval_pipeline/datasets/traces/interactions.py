@@ -23,13 +23,10 @@ an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.traces.conventions import (
@@ -49,23 +46,13 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     SESSION_ID,
     USER_ID,
     Span,
-    json_lines,
 )
-from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
-from rag_eval_pipeline.datasets.traces.phoenix import (
-    Feedback,
-    is_annotation_record,
-    phoenix_jsonl_annotations,
-    phoenix_jsonl_spans,
-    phoenix_parquet_annotations,
-    phoenix_parquet_spans,
-)
+from rag_eval_pipeline.datasets.traces.detect import Reader, trace_reader
+from rag_eval_pipeline.datasets.traces.phoenix import Feedback
 from rag_eval_pipeline.datasets.versions import escapes_folder, find_table_file
 from rag_eval_pipeline.metrics.traffic import token_costs
 
 TRACES_FOLDER = "traces"
-JSON_LINES_SUFFIXES = (".json", ".jsonl", ".ndjson")
-TRACE_SUFFIXES = (*JSON_LINES_SUFFIXES, ".parquet")
 INTERACTION_COLUMNS = [
     "log_id",
     "timestamp",
@@ -89,7 +76,6 @@ QUESTION_KEYS = ("question", "query", "input", "user_input")
 ANSWER_KEYS = ("answer", "output", "result", "response")
 JSON_MIME = "application/json"
 
-Reader = Callable[[Path, str], Iterator[Span | Feedback]]
 Window = tuple[int, int]
 CLOCK_SKEW_NS = 60 * 10**9
 TRACE_MARGIN_NS = 24 * 3600 * 10**9
@@ -101,10 +87,9 @@ def has_traces(folder: Path) -> bool:
 
 
 def trace_files(folder: Path) -> list[tuple[Path, str, Reader]]:
-    """The trace files under `<folder>/traces/` (any depth, hidden files skipped), sorted,
-    each with its label (`traces/<path>`) and reader, chosen by the file's first record (JSON
-    lines) or columns (Parquet): OTLP (`resourceSpans`), a Phoenix span annotations export
-    (`annotation_name`), else a Phoenix span export."""
+    """The trace files under `<folder>/traces/` (any depth, any name, hidden files skipped),
+    sorted, each with its label (`traces/<path>`) and reader, chosen by the file's content
+    (`detect.trace_reader`)."""
     root = Path(folder) / TRACES_FOLDER
     files = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -114,25 +99,7 @@ def trace_files(folder: Path) -> list[tuple[Path, str, Reader]]:
         label = f"{TRACES_FOLDER}/{relative.as_posix()}"
         if escapes_folder(folder, path):
             raise _error(label, "is a link to a file outside the dataset folder")
-        suffix = path.suffix.lower()
-        if suffix not in TRACE_SUFFIXES:
-            raise _error(label, f"not a trace file (expected {', '.join(TRACE_SUFFIXES)})")
-        if suffix == ".parquet":
-            try:
-                columns = pq.read_schema(path).names
-            except (pa.ArrowException, OSError) as error:
-                raise _error(label, f"not a Parquet file ({error})") from None
-            annotations = is_annotation_record(columns)
-            reader = phoenix_parquet_annotations if annotations else phoenix_parquet_spans
-        else:
-            first = _first_record(path, label)
-            if "resourceSpans" in first:
-                reader = otlp_spans
-            elif is_annotation_record(first):
-                reader = phoenix_jsonl_annotations
-            else:
-                reader = phoenix_jsonl_spans
-        files.append((path, label, reader))
+        files.append((path, label, trace_reader(path, label)))
     return files
 
 
@@ -144,12 +111,6 @@ def logs_origin(folder: Path) -> str | None:
         return None if logs is None else logs.name
     origin = f"{TRACES_FOLDER}/ ({len(trace_files(folder))} files)"
     return origin if logs is None else f"{origin}; {logs.name} ignored: traces/ wins"
-
-
-def _first_record(path: Path, label: str) -> dict:
-    """The first JSON record of a JSON lines file ({} when it has none or it is no object)."""
-    first = next(json_lines(path, label, "record"), (0, {}))[1]
-    return first if isinstance(first, dict) else {}
 
 
 def _error(label: str, message: str) -> DatasetError:

@@ -43,15 +43,19 @@ class _Line:
 def otlp_spans(path: Path, label: str) -> Iterator[Span]:
     """The spans of an OTLP JSON lines file, in file order (`label`: the file's name in errors)."""
     for number, request in json_lines(path, label, "ExportTraceServiceRequest"):
-        where = _Line(label, number)
-        if not isinstance(request, dict) or "resourceSpans" not in request:
-            raise where.error(
-                "resourceSpans", str(request)[:40], "not an ExportTraceServiceRequest"
-            )
-        for r, resource in enumerate(_list(request, "resourceSpans", where)):
-            for s, scope in enumerate(_list(resource, "scopeSpans", where)):
-                for p, span in enumerate(_list(scope, "spans", where)):
-                    yield _span(span, f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", where)
+        yield from request_spans(request, label, number)
+
+
+def request_spans(request: object, label: str, number: int) -> Iterator[Span]:
+    """The spans of one parsed OTLP JSON `ExportTraceServiceRequest`, found at line (or
+    record) `number` of file `label`."""
+    where = _Line(label, number)
+    if not isinstance(request, dict) or "resourceSpans" not in request:
+        raise where.error("resourceSpans", str(request)[:40], "not an ExportTraceServiceRequest")
+    for r, resource in enumerate(_list(request, "resourceSpans", where)):
+        for s, scope in enumerate(_list(resource, "scopeSpans", where)):
+            for p, span in enumerate(_list(scope, "spans", where)):
+                yield _span(span, f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", where)
 
 
 def _list(parent: object, key: str, where: _Line) -> list:

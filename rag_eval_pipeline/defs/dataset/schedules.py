@@ -42,8 +42,7 @@ def daily_evaluation_schedule(
     versions = sorted(context.instance.get_dynamic_partitions(DATASET_VERSION))
     if not versions:
         return SkipReason("No dataset versions registered yet (see dataset_version_sensor).")
-    problems = {version: datasets.problem(version) for version in versions}
-    invalid = {version: problem for version, problem in problems.items() if problem is not None}
+    invalid = datasets.verdicts(versions).invalid
     reasons = "; ".join(f"{version!r}: {problem}" for version, problem in invalid.items())
     valid = [version for version in versions if version not in invalid]
     if not valid:

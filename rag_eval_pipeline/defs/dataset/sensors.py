@@ -32,8 +32,9 @@ def today() -> str:
     minimum_interval_seconds=60,
     default_status=DefaultSensorStatus.RUNNING,
     description=(
-        "Validates every new folder under data/datasets/ (all its tables, by the rule `rag-eval "
-        "validate` applies), registers the valid ones as dataset_version partitions and "
+        "Validates every new folder of the datasets location (RAG_EVAL_DATASETS: data/datasets/ "
+        "or an s3:// prefix; all its tables, by the rule `rag-eval validate` applies), registers "
+        "the valid ones as dataset_version partitions and "
         "requests today's evaluation for them; invalid folders are reported in the skip reason "
         "and log (once per folder state), not registered, and validated again only once their "
         "files change."
