@@ -8,17 +8,22 @@ loaders of `config/*.yaml`.
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from rag_eval_pipeline.cli import main
-from rag_eval_pipeline.datasets.errors import shown_value
+from rag_eval_pipeline.datasets.errors import DatasetError, shown_value
+from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.defs.metadata import markdown_table
 from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.evaluation.composite import load_weights
@@ -177,3 +182,185 @@ def test_one_redaction_rule_for_urls_credentials_and_http_variables(
     assert redact("http://proxy.example/v1", urls=["http://a:longpassword@proxy.example/v1"]) == (
         "http://proxy.example/v1"
     )
+
+
+def rewrite_jsonl(path: Path, changes: dict[int, dict[str, object]]) -> None:
+    """`path` with the fields of record i (0-based) replaced by `changes[i]`, written with
+    `json.dumps` (NaN written as the JSON token `NaN`, as Python and pandas write it)."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for index, fields in changes.items():
+        records[index].update(fields)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def problems_of(folder: Path) -> list[str]:
+    with pytest.raises(DatasetError) as raised:
+        load_dataset(folder)
+    return [str(issue) for issue in raised.value.issues]
+
+
+def test_a_bare_year_or_a_date_alone_is_no_timestamp_and_epochs_must_be_plausible(
+    tmp_path: Path,
+) -> None:
+    version = demo_copy(tmp_path)
+    changes = {
+        1: {"timestamp": "2026"},
+        2: {"timestamp": "2026-11-02"},
+        3: {"timestamp": 2026},
+        4: {"timestamp": "1969-12-31T23:59:59Z"},
+        5: {"timestamp": 1793952000},  # epoch seconds: 2026-11-06T08:00:00Z
+        6: {"timestamp": "1793952000123"},  # epoch milliseconds, as CSV text
+    }
+    rewrite_jsonl(version / "logs.jsonl", changes)
+    problems = problems_of(version)
+    assert [p.split(":")[0] for p in problems] == [
+        f"logs.jsonl, row {row} (line {row}), column 'timestamp'" for row in (2, 3, 4, 5)
+    ]
+    assert problems[0].endswith(
+        "not a date and time in 2000-2099 (ISO 8601 with a date and a "
+        "time, or epoch seconds/milliseconds/microseconds/nanoseconds): '2026'"
+    )
+    del changes[5], changes[6]
+    rewrite_jsonl(version / "logs.jsonl", {row: {"timestamp": None} for row in changes})
+    logs = load_dataset(version).logs.set_index("log_id")["timestamp"]
+    assert logs["log-0006"] == pd.Timestamp("2026-11-06T08:00:00Z")
+    assert logs["log-0007"] == pd.Timestamp("2026-11-06T08:00:00.123Z")
+
+
+def test_nan_and_infinite_numbers_are_refused_naming_file_row_column_and_value(
+    tmp_path: Path,
+) -> None:
+    version = demo_copy(tmp_path)
+    rewrite_jsonl(version / "logs.jsonl", {0: {"latency_ms": math.nan}, 2: {"cost_usd": math.inf}})
+    rewrite_jsonl(version / "judge_labels.jsonl", {1: {"human_score_1": math.nan}})
+    labels = (version / "judge_labels.jsonl").read_text(encoding="utf-8")
+    assert "NaN" in labels and "Infinity" in (version / "logs.jsonl").read_text(encoding="utf-8")
+    problems = problems_of(version)
+    assert "logs.jsonl, row 1 (line 1), column 'latency_ms': not a valid float value: 'NaN'" in (
+        problems
+    )
+    assert "logs.jsonl, row 3 (line 3), column 'cost_usd': not a valid float value: 'Infinity'" in (
+        problems
+    )
+    assert (
+        "judge_labels.jsonl, row 2 (line 2), column 'human_score_1': not a valid float value: 'NaN'"
+        in problems
+    )
+
+
+def otlp_root(trace_id: str, span_id: str, start: str) -> str:
+    """One OTLP ExportTraceServiceRequest line holding one root span asking a question."""
+    span = {
+        "traceId": trace_id,
+        "spanId": span_id,
+        "startTimeUnixNano": start,
+        "endTimeUnixNano": "1794000000500000000",
+        "attributes": [{"key": "input.value", "value": {"stringValue": "Why?"}}],
+    }
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+
+def test_otlp_times_outside_2000_2099_are_refused_and_every_problem_is_listed(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    lines = [
+        otlp_root("a" * 32, "1" * 16, "1794000000000000000"),
+        otlp_root("b" * 32, "2" * 16, "2026"),
+        "not json",
+        otlp_root("c" * 32, "3" * 16, "1794000000000000000"),
+        otlp_root("d" * 32, "4" * 16, "1794000000000000000x"),
+    ]
+    (folder / "export.json").write_text("\ufeff" + "\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    problems = [str(issue) for issue in raised.value.issues]
+    assert len(problems) == 3, problems
+    assert problems[0] == (
+        "traces/export.json, line 2, column 'resourceSpans[0].scopeSpans[0].spans[0]."
+        f"startTimeUnixNano': not a UnixNano time in 2000-2099 (trace {'b' * 32}, span "
+        f"{'2' * 16}): '2026'"
+    )
+    assert problems[1].startswith("traces/export.json, line 3, column 'ExportTraceServiceRequest'")
+    assert "line 5" in problems[2] and "not an int64: '1794000000000000000x'" in problems[2]
+
+
+def test_jsonl_with_a_byte_order_mark_is_read_like_csv_with_one(tmp_path: Path) -> None:
+    version = demo_copy(tmp_path)
+    for name in ("queries.jsonl", "qrels.csv", "corpus.jsonl"):
+        path = version / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    dataset = load_dataset(version)
+    reference = load_dataset(demo_copy(tmp_path / "plain"))
+    pd.testing.assert_frame_equal(dataset.queries, reference.queries)
+    pd.testing.assert_frame_equal(dataset.qrels, reference.qrels)
+
+
+def test_csv_problems_are_named_by_row_and_physical_line_all_at_once(tmp_path: Path) -> None:
+    version = demo_copy(tmp_path)
+    lines = (version / "qrels.csv").read_bytes().splitlines(keepends=True)
+    multi_line = b'q001,"bill-\n0\n0\n2",1\n'  # one record on physical lines 4-7
+    rows = [*lines[:3], multi_line, *lines[3:10], b"q002,acct-011,oops\n", *lines[10:]]
+    rows[1] = rows[1].replace(b"bill-001", b"bill-\xff01")
+    rows[5] = rows[5].rstrip(b"\n") + b",extra\n"
+    (version / "qrels.csv").write_bytes(b"".join(rows))
+    problems = problems_of(version)
+    assert problems == [
+        "qrels.csv, row 1 (line 2): not valid UTF-8 text (save the file as UTF-8)",
+        "qrels.csv, row 5 (line 9): 4 fields where the header has 3",
+    ], problems
+    rows[1], rows[5] = lines[1], lines[4]
+    (version / "qrels.csv").write_bytes(b"".join(rows))
+    problems = problems_of(version)
+    assert problems == [
+        "qrels.csv, row 11 (line 15), column 'relevance': not a valid int value: 'oops'"
+    ]
+    (version / "qrels.csv").write_bytes(b"".join(rows[:11] + rows[12:]))
+    assert problems_of(version) == [
+        "qrels.csv, row 3 (line 4), column 'doc_id': unknown id 'bill-\\n0\\n0\\n2': not in "
+        "corpus"
+    ]
+
+
+def test_beir_qrels_errors_use_the_files_column_names(tmp_path: Path) -> None:
+    version = tmp_path / "beir-v1"
+    (version / "qrels").mkdir(parents=True)
+    (version / "corpus.jsonl").write_text('{"_id": "d1", "text": "x"}\n', encoding="utf-8")
+    (version / "queries.jsonl").write_text('{"_id": "q1", "text": "why?"}\n', encoding="utf-8")
+    (version / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", encoding="utf-8"
+    )
+    problems = problems_of(version)
+    assert problems == [
+        "qrels/test.tsv, row 1 (line 2), column 'score': not a valid int value: 'high'"
+    ], problems
+
+
+def test_ids_and_records_over_their_limits_are_refused_in_bounded_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    version = demo_copy(tmp_path)
+    long_id = "q" * 513
+    rewrite_jsonl(version / "queries.jsonl", {0: {"session_id": long_id}})
+    problems = problems_of(version)
+    assert problems == [
+        "queries.jsonl, row 1 (line 1), column 'session_id': id longer than 512 characters "
+        f"(RAG_EVAL_MAX_ID_CHARS): {shown_value(long_id)}"
+    ]
+    monkeypatch.setenv("RAG_EVAL_MAX_ID_CHARS", "600")
+    assert load_dataset(version).queries.loc[0, "session_id"] == long_id
+
+    monkeypatch.setenv("RAG_EVAL_MAX_RECORD_BYTES", str(1 << 20))
+    run = version / "runs" / "huge.trec"
+    with open(run, "wb") as handle:
+        handle.write(b"q001 Q0 " + b"d" * (40 << 20) + b" 1 0.5 huge\nq001 Q0 bill-001 2 0.4 x\n")
+    tracemalloc.start()
+    problems = problems_of(version)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert problems == [
+        "runs/huge.trec, row 1 (line 1): line longer than 1,048,576 bytes (the limit, "
+        "RAG_EVAL_MAX_RECORD_BYTES)"
+    ]
+    assert peak < 20 << 20, peak  # the line is 40 MiB
