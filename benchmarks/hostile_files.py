@@ -9,7 +9,8 @@ goal (docs/security.md): at most 2x the largest file plus that constant.
 
 - `bomb`: `dataset.yaml` of 10 lines, nine aliases a level (43 million strings expanded);
 - `line`: a `qrels.csv` row whose `doc_id` is `--line-mb` MB on one line (300);
-- `run`: a valid TREC run of `--run-mb` MB (1000) over a synthetic corpus of 4,000 documents.
+- `run`: a valid TREC run of `--run-mb` MB (1000) over a synthetic corpus of 4,000 documents;
+- `corpus`: a valid `corpus.jsonl` of `--corpus-mb` MB (200), a table read whole.
 
     .venv/bin/python benchmarks/hostile_files.py                      # 300 MB line, 1 GB run
     .venv/bin/python benchmarks/hostile_files.py --line-mb 30 --run-mb 100
@@ -102,10 +103,22 @@ def run_case(root: Path, megabytes: int) -> Path:
     return folder
 
 
+def corpus_case(root: Path, megabytes: int) -> Path:
+    """A valid `corpus.jsonl` of `megabytes` MB (1 kB documents), a table read whole."""
+    folder = root / "corpus"
+    synthetic_dataset(folder, 10)
+    text = "lorem ipsum dolor sit amet " * 37
+    with open(folder / "corpus.jsonl", "a") as out:
+        for i in range(megabytes * 1000):
+            out.write(json.dumps({"doc_id": f"extra{i}", "text": text}) + "\n")
+    return folder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--line-mb", type=int, default=300)
     parser.add_argument("--run-mb", type=int, default=1000)
+    parser.add_argument("--corpus-mb", type=int, default=200)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="hostile-files-"))
     try:
@@ -119,6 +132,7 @@ def main() -> None:
             ("bomb", bomb_case),
             ("line", lambda r: line_case(r, args.line_mb)),
             ("run", lambda r: run_case(r, args.run_mb)),
+            ("corpus", lambda r: corpus_case(r, args.corpus_mb)),
         ):
             folder = build(root)
             largest = max(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20

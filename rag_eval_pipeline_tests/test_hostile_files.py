@@ -318,8 +318,7 @@ def test_csv_problems_are_named_by_row_and_physical_line_all_at_once(tmp_path: P
     ]
     (version / "qrels.csv").write_bytes(b"".join(rows[:11] + rows[12:]))
     assert problems_of(version) == [
-        "qrels.csv, row 3 (line 4), column 'doc_id': unknown id 'bill-\\n0\\n0\\n2': not in "
-        "corpus"
+        "qrels.csv, row 3 (line 4), column 'doc_id': unknown id 'bill-\\n0\\n0\\n2': not in corpus"
     ]
 
 
