@@ -363,3 +363,33 @@ def test_ids_and_records_over_their_limits_are_refused_in_bounded_memory(
         "RAG_EVAL_MAX_RECORD_BYTES)"
     ]
     assert peak < 20 << 20, peak  # the line is 40 MiB
+
+
+def test_problems_of_every_trace_file_and_every_trace_are_listed(tmp_path: Path) -> None:
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "a.json").write_text(otlp_root("a" * 32, "1" * 16, "99") + "\n", encoding="utf-8")
+    silent = json.loads(otlp_root("b" * 32, "2" * 16, "1794000000000000000"))
+    silent["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"] = []
+    tokens = json.loads(otlp_root("c" * 32, "3" * 16, "1794000000000000000"))
+    tokens["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
+        {"key": "llm.token_count.prompt", "value": {"stringValue": "-" + "9" * 300}}
+    )
+    tokens["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"].append(
+        {"key": "openinference.span.kind", "value": {"stringValue": "LLM"}}
+    )
+    (folder / "b.json").write_text(f"{json.dumps(silent)}\n{json.dumps(tokens)}\n")
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    problems = [str(issue) for issue in raised.value.issues]
+    assert problems[0].startswith("traces/a.json, line 1, column") and "'99'" in problems[0]
+    (folder / "a.json").unlink()
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    problems = sorted(str(issue) for issue in raised.value.issues)
+    assert problems == [
+        f"traces/b.json line 1, column 'input.value': no span of trace '{'b' * 32}' has a question",
+        "traces/b.json line 2, column 'llm.token_count.prompt': not a token count: "
+        f"{shown_value('-' + '9' * 300)}",
+    ]
+    assert len(problems[1]) < 300
