@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -393,3 +395,16 @@ def test_problems_of_every_trace_file_and_every_trace_are_listed(tmp_path: Path)
         f"{shown_value('-' + '9' * 300)}",
     ]
     assert len(problems[1]) < 300
+
+
+def test_a_nan_stored_in_parquet_is_refused_and_a_null_is_missing(tmp_path: Path) -> None:
+    version = demo_copy(tmp_path)
+    labels = pd.read_json(version / "judge_labels.jsonl", lines=True)
+    (version / "judge_labels.jsonl").unlink()
+    table = pa.Table.from_pandas(labels, preserve_index=False)
+    column = pa.array([math.nan, None, *[3.0] * (len(labels) - 2)], type=pa.float64())
+    table = table.append_column("human_score_1", column)
+    pq.write_table(table, version / "judge_labels.parquet")
+    assert problems_of(version) == [
+        "judge_labels.parquet, row 1, column 'human_score_1': not a valid float value: 'NaN'"
+    ]

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyarrow import csv as pa_csv
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
@@ -171,13 +172,20 @@ def _decoded_lines(path: Path, bad_lines: dict[int, str]) -> Iterator[str]:
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
-    """A Parquet table; rows are numbered from 1 in error messages."""
+    """A Parquet table; rows are numbered from 1 in error messages. A NaN stored in a float
+    column (unlike a null) is kept as the text `NaN`, so validation refuses it as a number
+    rather than taking it for a missing value."""
     try:
-        frame = pd.read_parquet(path)
+        table = pq.read_table(path)
+        frame = table.to_pandas()
     except Exception as error:  # pyarrow raises several unrelated types for corrupt files
         raise DatasetError(
             str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
         ) from error
+    for name in (f.name for f in table.schema if pa.types.is_floating(f.type)):
+        stored_nan = pc.fill_null(pc.is_nan(table[name]), False).to_numpy(zero_copy_only=False)
+        if stored_nan.any() and name in frame.columns:
+            frame[name] = frame[name].astype(object).where(~stored_nan, "NaN")
     return _ids_as_str(frame)
 
 
