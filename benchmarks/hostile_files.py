@@ -9,6 +9,7 @@ goal (docs/security.md): at most 2x the largest file plus that constant.
 
 - `bomb`: `dataset.yaml` of 10 lines, nine aliases a level (43 million strings expanded);
 - `line`: a `qrels.csv` row whose `doc_id` is `--line-mb` MB on one line (300);
+- `trec`: the same in TREC qrels (`qrels.trec`, read by Arrow's block reader first);
 - `run`: a valid TREC run of `--run-mb` MB (1000) over a synthetic corpus of 4,000 documents;
 - `corpus`: a valid `corpus.jsonl` of `--corpus-mb` MB (200), a table read whole.
 
@@ -88,6 +89,20 @@ def line_case(root: Path, megabytes: int) -> Path:
     return folder
 
 
+def trec_line_case(root: Path, megabytes: int) -> Path:
+    """TREC qrels (`qrels.trec`) whose second line holds a `megabytes` MB document id."""
+    folder = root / "trec-line"
+    synthetic_dataset(folder, 10)
+    (folder / "qrels.csv").unlink()
+    with open(folder / "qrels.trec", "w") as out:
+        out.write("q1 0 d1 1\nq2 0 ")
+        block = "d" * (1 << 20)
+        for _ in range(megabytes):
+            out.write(block)
+        out.write(" 1\n")
+    return folder
+
+
 def run_case(root: Path, megabytes: int) -> Path:
     """Every query ranks all `DOCS` documents (unique keys), as many queries as fill the size."""
     per_query = sum(len(f"q0000 Q0 d{d} {d + 1} {1 - d / DOCS:.6f} bench\n") for d in range(DOCS))
@@ -131,6 +146,7 @@ def main() -> None:
         for name, build in (
             ("bomb", bomb_case),
             ("line", lambda r: line_case(r, args.line_mb)),
+            ("trec", lambda r: trec_line_case(r, args.line_mb)),
             ("run", lambda r: run_case(r, args.run_mb)),
             ("corpus", lambda r: corpus_case(r, args.corpus_mb)),
         ):
