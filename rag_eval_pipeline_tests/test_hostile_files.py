@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.cli import main
+from rag_eval_pipeline.datasets import readers
 from rag_eval_pipeline.datasets.errors import DatasetError, shown_value
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.traces import trace_interactions
@@ -408,3 +409,17 @@ def test_a_nan_stored_in_parquet_is_refused_and_a_null_is_missing(tmp_path: Path
     assert problems_of(version) == [
         "judge_labels.parquet, row 1, column 'human_score_1': not a valid float value: 'NaN'"
     ]
+
+
+def test_jsonl_read_batch_by_batch_equals_one_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 7 records (missing keys, lists, nulls across batch ends) give the frame one
+    batch gives, lines included."""
+    path = DATASETS_DIR / "demo-v1" / "logs.jsonl"
+    whole = readers.read_jsonl(path)
+    monkeypatch.setattr(readers, "JSONL_BATCH_ROWS", 7)
+    batched = readers.read_jsonl(path)
+    assert len(whole) > 7 * 3
+    pd.testing.assert_frame_equal(batched, whole)
+    assert (
+        list(batched.attrs["lines"]) == list(whole.attrs["lines"]) == list(range(1, len(whole) + 1))
+    )

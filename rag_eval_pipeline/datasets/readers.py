@@ -32,6 +32,7 @@ from rag_eval_pipeline.datasets.lines import (
 from rag_eval_pipeline.datasets.validation import SOURCE_NAMES
 
 MAX_FILE_ISSUES = 100
+JSONL_BATCH_ROWS = 1 << 16
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
 TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
 TREC_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
@@ -63,37 +64,52 @@ JSON_TYPES = {
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
-    """One JSON object per line; blank lines are skipped; a bad line names its line number."""
+    """One JSON object per line; blank lines are skipped; every bad line is named by row and
+    line (up to `MAX_FILE_ISSUES`). Objects become columns batch by batch
+    (`JSONL_BATCH_ROWS`): memory holds the columns and one batch of parsed objects, not every
+    object of the file."""
+    batches: list[pd.DataFrame] = []
     records: list[dict] = []
-    lines: list[int] = []
+    lines = array("q")
     issues: list[ValidationIssue] = []
     row = 0
-    for number, text, problem in text_lines(path):
+    for number, text, unreadable in text_lines(path):
         if text is not None and not text.strip():
             continue
         row += 1
-        if text is not None:
-            try:
-                record = json.loads(text, parse_constant=str)  # NaN: a bad number, not missing
-            except json.JSONDecodeError as error:
-                problem = f"invalid JSON: {error.msg} at character {error.colno}"
-            else:
-                found = JSON_TYPES.get(type(record).__name__, "value")
-                problem = (
-                    None
-                    if isinstance(record, dict)
-                    else f"each line must be a JSON object, found a JSON {found}"
-                )
+        record, problem = (None, unreadable) if text is None else _json_object(text)
         if problem:
             issues.append(ValidationIssue(path.name, problem, row, line=number))
             if len(issues) >= MAX_FILE_ISSUES:
                 break
-            continue
-        records.append(record)
-        lines.append(number)
+        elif not issues:  # a refused file's records are not kept
+            records.append(record)
+            lines.append(number)
+            if len(records) >= JSONL_BATCH_ROWS:
+                batches.append(pd.DataFrame.from_records(records))
+                records = []
     if issues:
         raise DatasetError(str(path), issues)
-    return _with_lines(_ids_as_str(pd.DataFrame.from_records(records)), lines)
+    if records or not batches:
+        batches.append(pd.DataFrame.from_records(records))
+    # a batch where a column is all null makes it `object`: inferred again as one batch would be
+    frame = (
+        batches[0] if len(batches) == 1 else pd.concat(batches, ignore_index=True).infer_objects()
+    )
+    return _with_lines(_ids_as_str(frame), np.frombuffer(lines, dtype=np.int64))
+
+
+def _json_object(text: str) -> tuple[dict | None, str | None]:
+    """The JSON object of one line, or the problem with it (`NaN` is kept as the text `NaN`:
+    a bad number, not a missing value)."""
+    try:
+        record = json.loads(text, parse_constant=str)
+    except json.JSONDecodeError as error:
+        return None, f"invalid JSON: {error.msg} at character {error.colno}"
+    if not isinstance(record, dict):
+        found = JSON_TYPES.get(type(record).__name__, "value")
+        return None, f"each line must be a JSON object, found a JSON {found}"
+    return record, None
 
 
 def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
