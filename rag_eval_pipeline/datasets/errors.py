@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 MAX_SHOWN_CHARS = 120
 MAX_MESSAGE_CHARS = 2_000
+MAX_FILE_ISSUES = 100  # problems collected in one file before its reading stops
 
 
 def capped(text: str, limit: int) -> str:

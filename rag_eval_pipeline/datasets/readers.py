@@ -3,6 +3,9 @@
 Every reader returns a DataFrame whose `attrs["lines"]` holds the 1-based source line of each row
 (where the format has lines), so validation errors can point at the exact place in the file.
 Identifiers are read as strings: `007` and `7` are different documents, as in trec_eval.
+Text files are read line by line in bounded memory (`datasets.lines`: a UTF-8 byte-order mark
+is skipped, a line over `RAG_EVAL_MAX_RECORD_BYTES` is a problem, not an allocation), and every
+problem of a file is listed at once, up to `MAX_FILE_ISSUES`.
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import csv as pa_csv
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import (
+    MAX_FILE_ISSUES,
+    DatasetError,
+    ValidationIssue,
+    shown_value,
+)
 from rag_eval_pipeline.datasets.lines import (
     MAX_RECORD_BYTES_ENV,
     NOT_UTF8,
@@ -31,7 +39,6 @@ from rag_eval_pipeline.datasets.lines import (
 )
 from rag_eval_pipeline.datasets.validation import SOURCE_NAMES
 
-MAX_FILE_ISSUES = 100
 JSONL_BATCH_ROWS = 1 << 16
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
 TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")

@@ -21,7 +21,12 @@ from openinference.semconv.trace import (
     SpanAttributes,
 )
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import (
+    MAX_FILE_ISSUES,
+    DatasetError,
+    ValidationIssue,
+    shown_value,
+)
 from rag_eval_pipeline.datasets.lines import max_record_bytes, physical_lines, too_long
 
 T = TypeVar("T")
@@ -150,7 +155,7 @@ class FileProblems:
     """The problems found in one trace file, so that a file is refused with all of them (up to
     `MAX_PROBLEMS`, then reading stops) rather than its first."""
 
-    MAX_PROBLEMS = 100
+    MAX_PROBLEMS = MAX_FILE_ISSUES
 
     def __init__(self, label: str) -> None:
         self.label = label
