@@ -11,6 +11,7 @@ import json
 import math
 import re
 import shutil
+import sqlite3
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -28,13 +29,15 @@ from rag_eval_pipeline.datasets.errors import DatasetError, shown_value
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.defs.metadata import markdown_table
-from rag_eval_pipeline.defs.resources import AlertsResource
+from rag_eval_pipeline.defs.resources import AlertsResource, LLMResource
 from rag_eval_pipeline.evaluation.composite import load_weights
+from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline.storage.yaml_files import YamlFileError, load_yaml_file
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR
+from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver
 from rag_eval_pipeline_tests.test_report import D1, D2, D3, EVIL, regressions_of, scorecard
 from rag_eval_pipeline_tests.test_report import report as report_of
@@ -423,3 +426,27 @@ def test_jsonl_read_batch_by_batch_equals_one_batch(monkeypatch: pytest.MonkeyPa
     assert (
         list(batched.attrs["lines"]) == list(whole.attrs["lines"]) == list(range(1, len(whole) + 1))
     )
+
+
+def test_a_key_echoed_in_a_reply_is_redacted_before_the_reply_cache(tmp_path: Path) -> None:
+    key = "gsk_" + "7" * 40
+    judge = LLMResource(
+        model="openai/test-judge", api_base="http://judge:s3cret-pass@proxy.example/v1"
+    )
+    assert "s3cret-pass" not in judge.identity
+    assert judge.identity.startswith("openai/test-judge|http://***@proxy.example/v1|")
+    with run_openai_server(lambda body: f"score 4; key {key}, Bearer {key}") as server:
+        config = LLMConfig(
+            model="openai/test-judge",
+            api_base=server.base_url,
+            api_key=key,
+            max_retries=0,
+            cache_dir=tmp_path / "cache",
+        )
+        reply = LLMClient(config).complete([{"role": "user", "content": "hi"}])
+        assert server.requests[0].headers["authorization"] == f"Bearer {key}"
+    assert reply.text == "score 4; key ***, Bearer ***"
+    stored = sqlite3.connect(tmp_path / "cache" / "llm_cache.sqlite3").execute(
+        "SELECT text FROM replies"
+    )
+    assert [row[0] for row in stored] == ["score 4; key ***, Bearer ***"]
