@@ -3,9 +3,9 @@
 `physical_lines` reads each line with `readline(limit + 1)`: a line longer than
 `max_record_bytes()` (`RAG_EVAL_MAX_RECORD_BYTES`, 16 MiB by default: a record holds a few
 texts of at most `MAX_TEXT_CHARS` characters) is reported as too long and its rest skipped in
-blocks of 1 MiB, so a 300 MB line costs 16 MiB, not 300 MB (and a few times more once split or
-parsed). A UTF-8 byte-order mark at the start of the file is skipped, as in every text format
-read here. Line numbers are physical lines, from 1.
+blocks of 1 MiB, so a 300 MB line is never held whole. A UTF-8 byte-order mark at the start
+of the file is skipped, as in every text format read here. Line numbers are physical lines,
+from 1.
 """
 
 from __future__ import annotations
