@@ -48,6 +48,13 @@ from rag_eval_pipeline.systems.http_config import HTTP_CONFIG_ENV, HTTP_URL_ENV
 ALERT_WEBHOOK_ENV = "RAG_EVAL_ALERT_WEBHOOK"
 
 
+def _env_var(name: str) -> EnvVar | None:
+    """The variable `name` as an `EnvVar` when set: read at run time, so the job snapshot that
+    Dagster stores with every run (and shows in the UI) holds its name, never its value (an
+    `api_base` may carry `user:password@`)."""
+    return EnvVar(name) if name in os.environ else None
+
+
 def default_resources() -> dict[str, object]:
     """The resources of a default deployment: offline unless the environment names models."""
     return {
@@ -56,12 +63,12 @@ def default_resources() -> dict[str, object]:
         "embedder": EmbedderResource(model=os.environ.get(EMBEDDER_MODEL_ENV, DEFAULT_MODEL)),
         "judge_llm": LLMResource(
             model=os.environ.get(JUDGE_MODEL_ENV, OFFLINE_MODEL),
-            api_base=os.environ.get(JUDGE_API_BASE_ENV),
+            api_base=_env_var(JUDGE_API_BASE_ENV),
             role="judge",
         ),
         "generator_llm": LLMResource(
             model=os.environ.get(GENERATOR_MODEL_ENV, OFFLINE_MODEL),
-            api_base=os.environ.get(GENERATOR_API_BASE_ENV),
+            api_base=_env_var(GENERATOR_API_BASE_ENV),
             role="generator",
         ),
         "warehouse": WarehouseResource(),
@@ -73,7 +80,7 @@ def default_resources() -> dict[str, object]:
         "alerts": AlertsResource(
             # An EnvVar: the URL (a credential for Slack) is read at run time, never stored in
             # the run's job snapshot or shown in the UI.
-            webhook_url=EnvVar(ALERT_WEBHOOK_ENV) if ALERT_WEBHOOK_ENV in os.environ else None,
+            webhook_url=_env_var(ALERT_WEBHOOK_ENV),
             style=os.environ.get("RAG_EVAL_ALERT_STYLE", "json"),
             ui_url=os.environ.get("RAG_EVAL_UI_URL"),
         ),

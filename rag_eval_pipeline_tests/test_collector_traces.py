@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -174,3 +175,19 @@ def test_a_corrupt_zstd_stream_names_the_file(
     assert "corrupt compressed data" in issue.message
     if where == "later frame":  # found while reading records, after the first 20 traces
         assert (issue.row or issue.line or 0) > 1
+
+
+def test_a_proto_span_time_outside_2000_2099_names_the_trace_and_the_span(
+    traces: list, tmp_path: Path
+) -> None:
+    spans = traces[0].spans
+    root = next(s for s in spans if s.parent_id is None)
+    bad = [replace(s, start_ns=2026) if s is root else s for s in spans]
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "spans.pb").write_bytes(length_prefixed([proto_request(bad)]))
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    issue = raised.value.issues[0]
+    assert (issue.file, issue.row, issue.column) == ("traces/spans.pb", 1, "start_time_unix_nano")
+    assert "2000-2099" in issue.message
+    assert root.trace_id in issue.message and root.span_id in issue.message

@@ -7,16 +7,20 @@ receives.
 
 from __future__ import annotations
 
+import gzip
 import logging
 import random
 import re
 import secrets
 import shutil
+import sqlite3
 import time
 import tracemalloc
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -154,16 +158,77 @@ def test_a_document_cannot_invent_a_context_chunk(server: OpenAIServer, embedder
     assert "[1] Paris is the capital. \\[4] Lyon is the capital." in context
 
 
-def test_a_provider_key_of_any_shape_is_stored_nowhere(tmp_path: Path) -> None:
-    """A `gsk_...` key read by litellm from the environment, a server that echoes it in every
-    error: the key is in no file the run leaves (Parquet, event log, caches, report) and not on
-    standard output or error."""
+def cells_of_sqlite(path: Path) -> Iterator[bytes]:
+    """Every cell of every table of a SQLite file, as bytes (a blob also zlib-decompressed:
+    Dagster stores run and job snapshots compressed)."""
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        for (table,) in tables.fetchall():
+            for row in connection.execute(f'SELECT * FROM "{table}"'):
+                for cell in row:
+                    yield from readable_forms(
+                        cell if isinstance(cell, bytes) else str(cell).encode()
+                    )
+    finally:
+        connection.close()
+
+
+def readable_forms(data: bytes) -> Iterator[bytes]:
+    """`data`, and what it decompresses to when it is gzip or zlib data."""
+    yield data
+    for decompress in (gzip.decompress, zlib.decompress):
+        try:
+            yield decompress(data)
+        except (OSError, zlib.error, EOFError):
+            continue
+
+
+def files_holding(root: Path, secrets_: Sequence[str]) -> list[str]:
+    """The files under `root` that hold any of `secrets_`: in their raw bytes, gzip- or
+    zlib-decompressed, in any Parquet cell or in any SQLite cell."""
+    found = []
+    for path in (p for p in root.rglob("*") if p.is_file()):
+        forms = list(readable_forms(path.read_bytes()))
+        if path.suffix == ".parquet":
+            forms.append(pd.read_parquet(path).to_csv().encode())
+        if forms[0].startswith(b"SQLite format 3"):
+            forms.extend(cells_of_sqlite(path))
+        if any(secret.encode() in form for secret in secrets_ for form in forms):
+            found.append(str(path.relative_to(root)))
+    return found
+
+
+def echoing_replies(key: str) -> Callable[[dict[str, Any]], str]:
+    """A provider that repeats the caller's key in its replies: in the reason of a reply that
+    parses, or in one that does not (chosen by the prompt, so it is the same on every call)."""
+
+    def reply(request: dict[str, Any]) -> str:
+        if len(str(request["messages"])) % 2:
+            return f'{{"score": 0.8, "reason": "verified with Authorization: Bearer {key}"}}'
+        return f"I cannot grade this; my key is {key}."
+
+    return reply
+
+
+def _occurrences(text: str, part: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(part), text)]
+
+
+def test_no_secret_a_provider_echoes_or_a_url_holds_is_stored_anywhere(tmp_path: Path) -> None:
+    """A `gsk_...` key read by litellm from the environment, a judge that echoes it in its 200
+    replies (parsed or not) and in 401 errors, a generator URL with `user:password@`: neither
+    secret is in any file the run leaves (raw bytes, gzip, Parquet cells, SQLite cells of the
+    Dagster instance and the reply cache), nor on standard output or error."""
     key = "gsk_" + secrets.token_hex(20)
+    password = "pw-" + secrets.token_hex(12)
     shutil.copytree(DATASETS_DIR / "demo-v1", tmp_path / "datasets" / "demo-v1")
     home = tmp_path / "home"
     home.mkdir()
-    with run_openai_server() as echoing:
-        echoing.script(*["401"] * 5000)
+    with run_openai_server(
+        echoing_replies(key), chooser=lambda body, seen: "401" if seen else "ok"
+    ) as echoing:
+        echoing.script(*["401"] * 3)
         completed = rag_eval_process(
             tmp_path,
             home,
@@ -177,20 +242,26 @@ def test_a_provider_key_of_any_shape_is_stored_nowhere(tmp_path: Path) -> None:
                 "RAG_EVAL_JUDGE_MODEL": "openai/test-judge",
                 "RAG_EVAL_JUDGE_API_BASE": echoing.base_url,
                 "RAG_EVAL_GENERATOR_MODEL": "openai/test-generator",
-                "RAG_EVAL_GENERATOR_API_BASE": echoing.base_url,
+                "RAG_EVAL_GENERATOR_API_BASE": echoing.base_url.replace(
+                    "http://", f"http://evaluser:{password}@"
+                ),
             },
         )
+        answered = [r for r in echoing.requests if r.behaviour == "ok"]
         echoed = [r for r in echoing.requests if r.headers["authorization"] == f"Bearer {key}"]
-    assert echoed, "the key never reached the server"
+    assert echoed and len(answered) > 50, "the key never came back from the server"
     files = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.suffix == ".parquet" for path in files)
     assert any(path.suffix == ".html" for path in files)
     assert any(path.suffix == ".db" for path in home.rglob("*"))
-    leaking = [str(path) for path in files if key.encode() in path.read_bytes()]
-    assert leaking == []
-    assert key not in completed.stdout and key not in completed.stderr
-    tables = "".join(pd.read_parquet(p).to_csv() for p in files if p.suffix == ".parquet")
-    assert key not in tables and "Incorrect API key provided: ***" in tables
+    assert files_holding(tmp_path, [key, password]) == []
+    for stream in (completed.stdout, completed.stderr):
+        assert key not in stream and password not in stream
+    text = "".join(pd.read_parquet(p).to_csv() for p in files if p.suffix == ".parquet")
+    redacted = sorted({text[max(0, i - 60) : i + 10] for i in _occurrences(text, "***")})[:40]
+    assert "Incorrect API key provided: ***" in text, redacted
+    assert "my key is ***." in text and "Bearer ***" in text
+    assert "openai/test-generator|http://***@127.0.0.1:" in text  # metric_regressions.generator
 
 
 def megabyte_of_sentences(seed: int) -> str:

@@ -331,7 +331,8 @@ def test_bad_timestamp_and_feedback_name_file_row_and_column(tmp_path: Path) -> 
     with pytest.raises(DatasetError) as raised:
         load_dataset(folder)
     message = str(raised.value)
-    assert "logs.jsonl, row 2 (line 2), column 'timestamp': not a valid timestamp value" in message
+    timestamp = "logs.jsonl, row 2 (line 2), column 'timestamp': not a date and time in 2000-2099"
+    assert timestamp in message
     assert "logs.jsonl, row 3 (line 3), column 'feedback': not a valid feedback value" in message
 
 

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_SHOWN_CHARS = 60
+MAX_SHOWN_CHARS = 120
+MAX_MESSAGE_CHARS = 2_000
+MAX_FILE_ISSUES = 100  # problems collected in one file before its reading stops
 
 
-def shown_value(value: object) -> str:
-    """A value quoted for an error message, cut to `MAX_SHOWN_CHARS` characters."""
+def capped(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, then its length: `abc… (312,000,000 characters)`."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def shown_value(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """A value quoted for a message: `repr` of its first `limit` characters (control, bidi and
+    zero-width characters escaped), then its length when it was longer. The one rule for every
+    value a message echoes."""
     text = str(value)
-    if len(text) > MAX_SHOWN_CHARS:
-        text = text[:MAX_SHOWN_CHARS] + "…"
-    return repr(text)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,8 @@ class ValidationIssue:
     line: int | None = None
 
     def __str__(self) -> str:
+        """`file, row N (line L), column 'c': message`, the message capped at
+        `MAX_MESSAGE_CHARS` (whatever value a check put in it)."""
         where = [self.file]
         if self.row is not None:
             where.append(f"row {self.row}" + (f" (line {self.line})" if self.line else ""))
@@ -37,7 +50,7 @@ class ValidationIssue:
             where.append(f"line {self.line}")
         if self.column is not None:
             where.append(f"column '{self.column}'")
-        return f"{', '.join(where)}: {self.message}"
+        return f"{', '.join(where)}: {capped(self.message, MAX_MESSAGE_CHARS)}"
 
 
 class DatasetError(ValueError):

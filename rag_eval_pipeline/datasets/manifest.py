@@ -33,6 +33,7 @@ import yaml
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
 from rag_eval_pipeline.datasets.versions import escapes_folder
+from rag_eval_pipeline.storage.yaml_files import load_yaml_text
 from rag_eval_pipeline.systems.http_config import http_config_problems
 
 MANIFEST_FILE = "dataset.yaml"
@@ -164,7 +165,7 @@ def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]
         return DatasetManifest(), [ValidationIssue(MANIFEST_FILE, f"larger than {limit}")]
     try:
         text = path.read_bytes().decode("utf-8")
-        data = yaml.safe_load(text)
+        data = load_yaml_text(text, MANIFEST_FILE)
         lines = _key_lines(text)
     except (UnicodeDecodeError, yaml.YAMLError) as error:
         problem = getattr(error, "problem", None) or "not valid UTF-8 YAML"

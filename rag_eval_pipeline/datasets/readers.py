@@ -3,12 +3,16 @@
 Every reader returns a DataFrame whose `attrs["lines"]` holds the 1-based source line of each row
 (where the format has lines), so validation errors can point at the exact place in the file.
 Identifiers are read as strings: `007` and `7` are different documents, as in trec_eval.
+Text files are read line by line in bounded memory (`datasets.lines`: a UTF-8 byte-order mark
+is skipped, a line over `RAG_EVAL_MAX_RECORD_BYTES` is a problem, not an allocation), and every
+problem of a file is listed at once, up to `MAX_FILE_ISSUES`.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,10 +20,26 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyarrow import csv as pa_csv
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import (
+    MAX_FILE_ISSUES,
+    DatasetError,
+    ValidationIssue,
+    shown_value,
+)
+from rag_eval_pipeline.datasets.lines import (
+    MAX_RECORD_BYTES_ENV,
+    NOT_UTF8,
+    max_record_bytes,
+    physical_lines,
+    text_lines,
+    too_long,
+)
+from rag_eval_pipeline.datasets.validation import SOURCE_NAMES
 
+JSONL_BATCH_ROWS = 1 << 16
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
 TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
 TREC_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
@@ -40,17 +60,6 @@ def _ids_as_str(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _text_lines(path: Path) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) of every line; text is None for a line that is not valid UTF-8."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                yield number, raw.decode("utf-8")
-            except UnicodeDecodeError:
-                yield number, None
-
-
-NOT_UTF8 = "not valid UTF-8 text (save the file as UTF-8)"
 JSON_TYPES = {
     "list": "array",
     "str": "string",
@@ -62,40 +71,64 @@ JSON_TYPES = {
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
-    """One JSON object per line; blank lines are skipped; a bad line names its line number."""
+    """One JSON object per line; blank lines are skipped; every bad line is named by row and
+    line (up to `MAX_FILE_ISSUES`). Objects become columns batch by batch
+    (`JSONL_BATCH_ROWS`): memory holds the columns and one batch of parsed objects, not every
+    object of the file."""
+    batches: list[pd.DataFrame] = []
     records: list[dict] = []
-    lines: list[int] = []
+    lines = array("q")
     issues: list[ValidationIssue] = []
     row = 0
-    for number, text in _text_lines(path):
+    for number, text, unreadable in text_lines(path):
         if text is not None and not text.strip():
             continue
         row += 1
-        problem = NOT_UTF8 if text is None else None
-        if text is not None:
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                problem = f"invalid JSON: {error.msg} at character {error.colno}"
-            else:
-                found = JSON_TYPES.get(type(record).__name__, "value")
-                problem = (
-                    None
-                    if isinstance(record, dict)
-                    else f"each line must be a JSON object, found a JSON {found}"
-                )
+        record, problem = (None, unreadable) if text is None else _json_object(text)
         if problem:
             issues.append(ValidationIssue(path.name, problem, row, line=number))
-            continue
-        records.append(record)
-        lines.append(number)
+            if len(issues) >= MAX_FILE_ISSUES:
+                break
+        elif not issues:  # a refused file's records are not kept
+            records.append(record)
+            lines.append(number)
+            if len(records) >= JSONL_BATCH_ROWS:
+                batches.append(pd.DataFrame.from_records(records))
+                records = []
     if issues:
         raise DatasetError(str(path), issues)
-    return _with_lines(_ids_as_str(pd.DataFrame.from_records(records)), lines)
+    if records or not batches:
+        batches.append(pd.DataFrame.from_records(records))
+    # a batch where a column is all null makes it `object`: inferred again as one batch would be
+    frame = (
+        batches[0] if len(batches) == 1 else pd.concat(batches, ignore_index=True).infer_objects()
+    )
+    return _with_lines(_ids_as_str(frame), np.frombuffer(lines, dtype=np.int64))
+
+
+def _json_object(text: str) -> tuple[dict | None, str | None]:
+    """The JSON object of one line, or the problem with it (`NaN` is kept as the text `NaN`:
+    a bad number, not a missing value)."""
+    try:
+        record = json.loads(text, parse_constant=str)
+    except json.JSONDecodeError as error:
+        return None, f"invalid JSON: {error.msg} at character {error.colno}"
+    if not isinstance(record, dict):
+        found = JSON_TYPES.get(type(record).__name__, "value")
+        return None, f"each line must be a JSON object, found a JSON {found}"
+    return record, None
 
 
 def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
-    """CSV/TSV with a header row; every value read as text, numbers converted by validation."""
+    """CSV/TSV with a header row; every value read as text, numbers converted by validation.
+
+    A first pass (`delimited_records`) finds the physical line each record starts on (a quoted
+    field may span lines) and every problem pandas would stop at or not place: lines that are
+    not UTF-8 (by row and line), records with more fields than the header, records over
+    `RAG_EVAL_MAX_RECORD_BYTES`; all are listed at once (up to `MAX_FILE_ISSUES`)."""
+    lines, issues = delimited_records(path, delimiter)
+    if issues:
+        raise DatasetError(str(path), issues)
     try:
         frame = pd.read_csv(
             path, sep=delimiter, dtype=str, keep_default_na=False, quoting=csv.QUOTE_MINIMAL
@@ -109,17 +142,73 @@ def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
             str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
         ) from error
     frame = frame.replace({"": None})
-    return _with_lines(frame, list(range(2, len(frame) + 2)))
+    if len(lines) != len(frame):  # a layout the two parsers read differently: count lines
+        lines = array("q", range(2, len(frame) + 2))
+    return _with_lines(frame, np.frombuffer(lines, dtype=np.int64))
+
+
+def delimited_records(path: Path, delimiter: str) -> tuple[array, list[ValidationIssue]]:
+    """The first physical line of each data record of a CSV/TSV file, and its problems (see
+    `read_delimited`), up to `MAX_FILE_ISSUES`."""
+    starts, issues = array("q"), []
+    bad_lines: dict[int, str] = {}
+    reader = csv.reader(_decoded_lines(path, bad_lines), delimiter=delimiter)
+    header_fields, previous_end = 0, 0
+    try:
+        for record in reader:
+            start, previous_end = previous_end + 1, reader.line_num
+            row = None
+            unreadable = not record and start in bad_lines  # a line over the record limit
+            if (record or unreadable) and header_fields:
+                starts.append(start)
+                row = len(starts)
+            header_fields = header_fields or len(record)
+            for line in [n for n in bad_lines if n <= previous_end]:
+                issues.append(ValidationIssue(path.name, bad_lines.pop(line), row, line=line))
+            if row is not None and len(record) > header_fields:
+                problem = f"{len(record)} fields where the header has {header_fields}"
+                issues.append(ValidationIssue(path.name, problem, row, line=start))
+            if len(issues) >= MAX_FILE_ISSUES:
+                break
+    except csv.Error as error:  # a quoted field running past the record limit
+        problem = f"unreadable record ({error}; the limit is {MAX_RECORD_BYTES_ENV})"
+        issues.append(ValidationIssue(path.name, problem, len(starts) + 1, line=previous_end + 1))
+    return starts, issues
+
+
+def _decoded_lines(path: Path, bad_lines: dict[int, str]) -> Iterator[str]:
+    """The file's lines as text; a line that is not UTF-8 is decoded with replacement
+    characters (its quotes and separators, ASCII, stay in place), one over the record limit
+    is read as a blank line, and either is recorded in `bad_lines` (line → problem)."""
+    limit = max_record_bytes()
+    csv.field_size_limit(max(csv.field_size_limit(), limit))
+    for number, raw in physical_lines(path, limit):
+        if raw is None:
+            bad_lines[number] = too_long(limit)
+            yield "\n"
+            continue
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            bad_lines[number] = NOT_UTF8
+            yield raw.decode("utf-8", errors="replace")
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
-    """A Parquet table; rows are numbered from 1 in error messages."""
+    """A Parquet table; rows are numbered from 1 in error messages. A NaN stored in a float
+    column (unlike a null) is kept as the text `NaN`, so validation refuses it as a number
+    rather than taking it for a missing value."""
     try:
-        frame = pd.read_parquet(path)
+        table = pq.read_table(path)
+        frame = table.to_pandas()
     except Exception as error:  # pyarrow raises several unrelated types for corrupt files
         raise DatasetError(
             str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
         ) from error
+    for name in (f.name for f in table.schema if pa.types.is_floating(f.type)):
+        stored_nan = pc.fill_null(pc.is_nan(table[name]), False).to_numpy(zero_copy_only=False)
+        if stored_nan.any() and name in frame.columns:
+            frame[name] = frame[name].astype(object).where(~stored_nan, "NaN")
     return _ids_as_str(frame)
 
 
@@ -221,22 +310,20 @@ def _read_whitespace_lines(
     issues: list[ValidationIssue] = []
     row = 0
     expected = f"{'at least ' if extra_fields_ignored else ''}{len(columns)}"
-    for number, text in _text_lines(path):
+    for number, text, unreadable in text_lines(path):
         parts = [] if text is None else text.split()
         if text is not None and not parts:
             continue
         row += 1
         short = len(parts) < len(columns)
         if text is None or short or (len(parts) > len(columns) and not extra_fields_ignored):
-            problem = (
-                NOT_UTF8
-                if text is None
-                else (
-                    f"expected {expected} whitespace-separated fields "
-                    f"({' '.join(columns)}), found {len(parts)}: {shown_value(text.strip())}"
-                )
+            problem = unreadable or (
+                f"expected {expected} whitespace-separated fields "
+                f"({' '.join(columns)}), found {len(parts)}: {shown_value(text.strip())}"
             )
             issues.append(ValidationIssue(path.name, problem, row, line=number))
+            if len(issues) >= MAX_FILE_ISSUES:
+                break
             continue
         rows.append(parts[: len(columns)])
         lines.append(number)
@@ -246,8 +333,9 @@ def _read_whitespace_lines(
 
 
 def _first_line(path: Path) -> str:
+    """The first line (a byte-order mark skipped), at most the record limit of it."""
     with open(path, "rb") as handle:
-        return handle.readline().decode("utf-8", errors="replace")
+        return handle.readline(max_record_bytes()).decode("utf-8-sig", errors="replace")
 
 
 def read_qrels(path: Path) -> pd.DataFrame:
@@ -258,9 +346,9 @@ def read_qrels(path: Path) -> pd.DataFrame:
     """
     suffix = path.suffix.lower()
     if suffix == ".tsv" and tuple(_first_line(path).split()) == BEIR_QRELS_HEADER:
-        frame = read_delimited(path, "\t").rename(
-            columns={"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"}
-        )
+        renamed = {"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"}
+        frame = read_delimited(path, "\t").rename(columns=renamed)
+        frame.attrs[SOURCE_NAMES] = {ours: theirs for theirs, ours in renamed.items()}
         return frame
     if suffix in {".trec", ".txt", ".tsv"}:
         frame = read_whitespace_columns(path, TREC_QRELS_COLUMNS)

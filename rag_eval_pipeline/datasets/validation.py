@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,15 +22,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.timestamps import PROBLEM as TIMESTAMP_PROBLEM
+from rag_eval_pipeline.datasets.timestamps import parse_timestamps
 from rag_eval_pipeline.metrics.text import nested_quantifier
 from rag_eval_pipeline.metrics.traffic import satisfaction_scores
 
 MAX_ROWS_PER_ISSUE = 5
+SOURCE_NAMES = "source_names"  # frame.attrs key: our column name → the file's
 MAX_TEXT_CHARS = 1_000_000
+MAX_ID_CHARS_ENV = "RAG_EVAL_MAX_ID_CHARS"
+DEFAULT_MAX_ID_CHARS = 512
 MAX_LISTED_COLUMNS = 30
 _COLUMN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ .-]{0,63}")
 TRUE_WORDS = frozenset({"yes", "true", "1", "y", "show"})
 FALSE_WORDS = frozenset({"no", "false", "0", "n", "hide"})
+
+
+def max_id_chars() -> int:
+    """The longest id (query, document, session, trace, log, label ids; each id of a list):
+    `RAG_EVAL_MAX_ID_CHARS`, 512 characters by default."""
+    return int(os.environ.get(MAX_ID_CHARS_ENV) or DEFAULT_MAX_ID_CHARS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,9 @@ class TableValidator:
         """`first_row`: the file's row number of the frame's first row (a chunk of a file)."""
         self.first_row = first_row
         self.lines: Sequence[int] | None = frame.attrs.get("lines")
+        # A reader that renamed the file's columns (BEIR `score` → `relevance`) says so here:
+        # messages use the file's own names.
+        self.source_names: dict[str, str] = dict(frame.attrs.get(SOURCE_NAMES, {}))
         self.frame = frame.reset_index(drop=True)
         self.frame.attrs = {}
         self.file = file
@@ -88,6 +103,7 @@ class TableValidator:
         the row's value: `message` holds `{value}`.
         """
         rows = np.flatnonzero(mask)
+        column = self.shown_column(column)
         for position in rows[:MAX_ROWS_PER_ISSUE]:
             line = int(self.lines[position]) if self.lines is not None else None
             text = message
@@ -107,6 +123,12 @@ class TableValidator:
                 )
             )
 
+    def shown_column(self, column: str | None) -> str | None:
+        """`column` (or `a,b` of a key) as the file names it."""
+        if column is None:
+            return None
+        return ",".join(self.source_names.get(part, part) for part in column.split(","))
+
     def check_schema(self, schema: TableSchema) -> pd.DataFrame:
         """Check and coerce every column of `schema`; return the coerced frame."""
         columns = list(schema.columns) + [
@@ -123,7 +145,7 @@ class TableValidator:
                         ValidationIssue(
                             self.file,
                             f"missing required column (found: {found})",
-                            column=column.name,
+                            column=self.shown_column(column.name),
                         )
                     )
                 continue
@@ -145,7 +167,8 @@ class TableValidator:
             self.report(missing, column.name, "missing value")
         coerce = COERCERS[column.kind]
         converted, bad = coerce(values, missing)
-        self.report(bad, column.name, f"not a valid {column.kind} value: {{value}}", values)
+        kind = TIMESTAMP_PROBLEM if column.kind == "timestamp" else f"a valid {column.kind} value"
+        self.report(bad, column.name, f"not {kind}: {{value}}", values)
         if column.kind in ("text", "texts"):
             too_long = (
                 ~missing & ~bad & (converted.map(_text_length).to_numpy() > self.max_text_chars)
@@ -153,6 +176,8 @@ class TableValidator:
             limit = f"{self.max_text_chars:,}"
             message = f"text longer than {limit} characters: {{value}}"
             self.report(too_long, column.name, message, values)
+        if column.kind == "id" or (column.kind == "list" and column.name.endswith("_ids")):
+            self._check_id_lengths(column.name, converted, ~missing & ~bad, values)
         if column.kind == "regex":
             nested = ~missing & ~bad & converted.map(_nests_quantifiers).to_numpy(dtype=bool)
             message = "pattern {value} repeats a group holding a quantifier (nested quantifiers)"
@@ -165,6 +190,19 @@ class TableValidator:
             message = f"out of range [{column.low}, {column.high}]: {{value}}"
             self.report(out, column.name, message, values)
         self.frame[column.name] = converted
+
+    def _check_id_lengths(
+        self, name: str, converted: pd.Series, present: np.ndarray, values: pd.Series
+    ) -> None:
+        """Report ids (or ids of a list of ids, a `*_ids` column) longer than
+        `max_id_chars()`."""
+        limit = max_id_chars()
+        if converted.dtype == object:
+            lengths = converted.map(_text_length).to_numpy(dtype=np.int64)
+        else:
+            lengths = converted.str.len().to_numpy(dtype=np.int64, na_value=0)
+        message = f"id longer than {limit:,} characters ({MAX_ID_CHARS_ENV}): {{value}}"
+        self.report(present & (lengths > limit), name, message, values)
 
     def check_references(self, column: str, known: set[str] | pd.Index, target: str) -> None:
         """Report values of `column` that do not exist in the `target` table.
@@ -363,9 +401,9 @@ def _coerce_texts(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np
 
 
 def _coerce_timestamp(values: pd.Series, missing: np.ndarray) -> tuple[pd.Series, np.ndarray]:
-    """ISO 8601 date-times to tz-aware UTC; a value without an offset is read as UTC."""
-    text = values.map(lambda v: None if is_missing(v) else str(v))
-    parsed = pd.to_datetime(text, utc=True, format="ISO8601", errors="coerce")
+    """Date-times to tz-aware UTC by the one rule of `datasets.timestamps` (ISO 8601 with a
+    date and a time, or an epoch number, in 2000-2099)."""
+    parsed = parse_timestamps(values.where(~missing, None))
     return parsed, ~missing & parsed.isna().to_numpy()
 
 

@@ -47,6 +47,7 @@ from rag_eval_pipeline.judges.judge import Judge
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired
+from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.variants import RagVariant
 
@@ -101,7 +102,7 @@ def load_plan(path: Path) -> ComparisonPlan:
     if not path.is_file():
         raise ValueError(f"{path}: variants file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml_file(path)
     except yaml.YAMLError as error:
         raise ValueError(f"{path}: not valid YAML: {error}") from error
     try:

@@ -12,6 +12,7 @@ import yaml
 from rag_eval_pipeline.evaluation.generation import JUDGMENT_COLUMNS, scorer_rows
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.settings import PROJECT_ROOT
+from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 COMPOSITE = "composite"
 COMPOSITE_FILE = Path(
@@ -22,7 +23,7 @@ COMPOSITE_FILE = Path(
 def load_weights(path: Path = COMPOSITE_FILE) -> dict[str, float]:
     """The `weights` mapping of a composite file; a problem raises ValueError naming the file."""
     try:
-        raw = yaml.safe_load(Path(path).read_text()) or {}
+        raw = load_yaml_file(path) or {}
     except (OSError, yaml.YAMLError) as error:
         raise ValueError(f"{path}: cannot read composite weights: {error}") from error
     weights = raw.get("weights") if isinstance(raw, dict) else None

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
+
+from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 SCORECARD_COLUMNS = [
     "dataset_version",
@@ -80,7 +81,7 @@ class Thresholds:
         """Read a thresholds YAML file; a missing file means no bands and 5% regressions."""
         if not Path(path).exists():
             return cls()
-        raw = yaml.safe_load(Path(path).read_text()) or {}
+        raw = load_yaml_file(path) or {}
         roles = raw.get("roles") or {}
         thresholds = cls(
             metrics=raw.get("metrics") or {},

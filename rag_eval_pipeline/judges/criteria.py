@@ -39,6 +39,7 @@ from rag_eval_pipeline.judges.replies import Interpretation, as_bool, reply_reas
 from rag_eval_pipeline.judges.replies import field as reply_field
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.settings import PROJECT_ROOT
+from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 CRITERIA_ENV = "RAG_EVAL_CRITERIA"
 DEFAULT_CRITERIA_FILE = PROJECT_ROOT / "config" / "criteria.yaml"
@@ -198,7 +199,7 @@ def load_criteria(path: Path) -> tuple[Criterion, ...]:
     if not path.exists():
         return ()
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = load_yaml_file(path) or {}
     except yaml.YAMLError as exc:
         raise CriteriaError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict) or set(raw) - {"criteria"}:

@@ -18,7 +18,8 @@ on an attempt that gets no reply within `timeout_s`, so a hung call costs about
 a backstop cancels any request after `backstop_timeout_s` (2 × `timeout_s` + 10 s: it also
 covers litellm's setup on a process's first call, which can take seconds). Only the request is
 timed: a prompt queued for an in-flight slot or for the run's budget waits as long as it must.
-Error texts never contain the API key.
+Reply and error texts are redacted where they enter (`LLMClient.redact`): no API key, no
+secret of the environment, no URL password reaches the reply cache, a table or a log.
 
 Requests in flight are bounded by an AIMD limit (`llm.adaptive`): it starts at `max_concurrency`
 (shared by all of the client's calls, from any thread), halves on a 429 and grows back by one
@@ -582,6 +583,8 @@ class LLMClient:
         if self.budget is not None:
             self.budget.charge(None if price is None else float(price))
         text = response.choices[0].message.content
+        if text is not None:
+            text = self.redact(text)  # a provider or proxy may echo the key: never stored
         if text is None:
             self._count(
                 prompt_tokens=prompt_tokens,
@@ -603,7 +606,7 @@ class LLMClient:
 
     def _from_cache(self, hit: CachedReply) -> LLMReply:
         return LLMReply(
-            text=hit.text,
+            text=self.redact(hit.text),  # an entry stored before replies were redacted
             error=None,
             latency_ms=hit.latency_ms,
             prompt_tokens=hit.prompt_tokens,
@@ -625,7 +628,13 @@ class LLMClient:
         name = type(error).__name__
         message = str(error).removeprefix(f"litellm.{name}: ")
         text = message if message.startswith(f"{name}: ") else f"{name}: {message}"
-        return redact(text, [self.config.api_key])[:MAX_ERROR_CHARS]
+        return self.redact(text)[:MAX_ERROR_CHARS]
+
+    def redact(self, text: str) -> str:
+        """`text` as it may be stored or shown: `llm.secrets.redact`, knowing this client's API
+        key and the user information of its `api_base` too. Applied to every reply's text and
+        every error text where they enter, before the reply cache, a table or a log sees them."""
+        return redact(text, [self.config.api_key], urls=[self.config.api_base])
 
     def _count_unpriced(self) -> None:
         with self._usage_lock:

@@ -28,7 +28,7 @@ from rag_eval_pipeline.evaluation.regression import (
     TOO_FEW_ITEMS,
     UNPAIRED_TESTS,
 )
-from rag_eval_pipeline.reporting.escaping import slack_text
+from rag_eval_pipeline.reporting.escaping import slack_text, visible_text
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,8 @@ def alert_payload(
     Title with the version and date; grouped by system, at most `MAX_LISTED_PER_SYSTEM`
     metrics each (the rest counted); each with baseline → current, relative change, q and n;
     then where to look (the report file, the asset partition). Every dataset-derived value in
-    Slack text is escaped (`slack_text`).
+    Slack text is escaped (`slack_text`); the JSON document's texts show invisible characters
+    as escapes (`visible_text`).
     """
     first = regressions.iloc[0]
     where = context or AlertContext(str(first["dataset_version"]), str(first["date"]))
@@ -193,15 +194,19 @@ def alert_payload(
         lines += [f"_{slack_text(item)}_" for item in look]
         return {"text": "\n".join(lines)}
     shown = pd.concat([rows.head(MAX_LISTED_PER_SYSTEM) for _, rows in groups])
+    records = json.loads(shown.to_json(orient="records"))
     return {
-        "title": title,
+        "title": visible_text(title),
         "dataset_version": where.dataset_version,
         "date": where.date,
         "n_alerts": len(regressions),
         "n_not_listed": len(regressions) - len(shown),
         "report": where.report_path,
         "asset": where.asset_link,
-        "regressions": json.loads(shown.to_json(orient="records")),
+        "regressions": [
+            {k: visible_text(v) if isinstance(v, str) else v for k, v in record.items()}
+            for record in records
+        ],
     }
 
 

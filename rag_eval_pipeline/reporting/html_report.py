@@ -44,7 +44,7 @@ from rag_eval_pipeline.reporting.changes import (
     skipped_tiers,
     week_summary,
 )
-from rag_eval_pipeline.reporting.escaping import html_text
+from rag_eval_pipeline.reporting.escaping import html_text, visible_text
 from rag_eval_pipeline.storage.warehouse import (
     REGRESSIONS_ASSET,
     SCORECARD_ASSET,
@@ -98,10 +98,21 @@ REGRESSION_COLOR = "#d62728"
 MAX_REGRESSION_ROWS = 12
 # Dates of the version summarised under "What changed" (this one included).
 WEEK_DAYS = 7
+
+
+def _visible(value: object) -> object:
+    """A template value with its invisible characters shown (`escaping.visible_text`): markup
+    built here stays markup (the characters it escapes are never HTML syntax)."""
+    if isinstance(value, Markup):
+        return Markup(visible_text(value))
+    return visible_text(value) if isinstance(value, str) else value
+
+
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("rag_eval_pipeline.reporting", "templates"),
     autoescape=True,
     keep_trailing_newline=True,
+    finalize=_visible,
 )
 # Above this many dates a trend line has no per-point markers (regressions are always marked).
 MAX_POINT_MARKERS = 60

@@ -39,7 +39,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from string import Template
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
@@ -50,6 +49,7 @@ from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
 from rag_eval_pipeline.llm.failures import RetryPolicy
+from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 HTTP_CONFIG_ENV = "RAG_EVAL_SYSTEM_HTTP"
 HTTP_URL_ENV = "RAG_EVAL_SYSTEM_URL"
@@ -182,7 +182,7 @@ def resolve_http_config(
     if config_file:
         source = config_file
         try:
-            block = yaml.safe_load(Path(config_file).read_text(encoding="utf-8"))
+            block = load_yaml_file(config_file)
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
             raise ValueError(f"{HTTP_CONFIG_ENV}={config_file}: cannot read it: {error}") from error
         if not isinstance(block, Mapping):

@@ -10,10 +10,10 @@ convention names a user's rating of an answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from openinference.semconv.trace import (
     DocumentAttributes,
@@ -21,9 +21,16 @@ from openinference.semconv.trace import (
     SpanAttributes,
 )
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import (
+    MAX_FILE_ISSUES,
+    DatasetError,
+    ValidationIssue,
+    shown_value,
+)
+from rag_eval_pipeline.datasets.lines import Line, handle_lines, max_record_bytes, too_long
 from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
 
+T = TypeVar("T")
 INPUT_VALUE = SpanAttributes.INPUT_VALUE
 INPUT_MIME_TYPE = SpanAttributes.INPUT_MIME_TYPE
 OUTPUT_VALUE = SpanAttributes.OUTPUT_VALUE
@@ -145,30 +152,88 @@ def bad_value(
     return DatasetError(file, [issue])
 
 
-def json_lines(path: Path, label: str, what: str) -> Iterator[tuple[int, object]]:
+class FileProblems:
+    """The problems found in one trace file, so that a file is refused with all of them (up to
+    `MAX_PROBLEMS`, then reading stops) rather than its first."""
+
+    MAX_PROBLEMS = MAX_FILE_ISSUES
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.issues: list[ValidationIssue] = []
+
+    @property
+    def full(self) -> bool:
+        """Whether `MAX_PROBLEMS` were found (the caller stops reading)."""
+        return len(self.issues) >= self.MAX_PROBLEMS
+
+    def attempt(self, read: Callable[..., T], *args: object, **kwargs: object) -> T | None:
+        """`read(*args, **kwargs)`, or None after recording the `DatasetError` it raised."""
+        try:
+            return read(*args, **kwargs)
+        except DatasetError as error:
+            self.add(error)
+            return None
+
+    def add(self, error: DatasetError) -> None:
+        """Record the problems of `error`."""
+        self.issues.extend(error.issues)
+
+    def raise_if_any(self) -> None:
+        """Raise every problem recorded, as one `DatasetError` of the file."""
+        if self.issues:
+            raise DatasetError(self.label, self.issues)
+
+
+def json_lines(
+    path: Path, label: str, what: str, problems: FileProblems | None = None
+) -> Iterator[tuple[int, object]]:
     """The line number and parsed JSON of each non-blank line of a file (decompressed as it is
-    read when zstd or gzip); a line that is not JSON (or not UTF-8) raises naming the file,
-    the line and `what` it should hold."""
+    read when zstd or gzip). A line that is not JSON (or not UTF-8), named by the file, the
+    line and `what` it should hold, is recorded in `problems` and skipped, or raised without
+    `problems`; corrupt compressed data always raises."""
     with open_decompressed(path) as handle:
         for number, raw in _lines(handle, label, what):
+            if problems is not None and problems.full:
+                return
             try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                bad = raw[error.start : error.end]
-                raise bad_value(label, what, bad, "not UTF-8 text", line=number) from None
-            if not text.strip():
+                value = _json_line(raw, number, label, what)
+            except DatasetError as error:
+                if problems is None:
+                    raise
+                problems.add(error)
                 continue
-            try:
-                yield number, json.loads(text)
-            except json.JSONDecodeError as error:
-                raise bad_value(label, what, text[:40], error.msg, line=number) from None
+            if value is not _BLANK:
+                yield number, value
 
 
-def _lines(handle: BinaryIO, label: str, what: str) -> Iterator[tuple[int, bytes]]:
-    """The numbered lines of `handle`; corrupt compressed data raises naming file and line."""
+def _lines(handle: BinaryIO, label: str, what: str) -> Iterator[Line]:
+    """The physical lines of `handle`; corrupt compressed data raises naming file and line."""
     number = 0
     try:
-        for number, raw in enumerate(handle, start=1):
-            yield number, raw
+        for line in handle_lines(handle):
+            number = line.number
+            yield line
     except DECOMPRESSION_ERRORS as error:
         raise bad_value(label, what, error, "corrupt compressed data", line=number + 1) from None
+
+
+_BLANK = object()
+
+
+def _json_line(raw: bytes | None, number: int, label: str, what: str) -> object:
+    """The JSON value of one line (`_BLANK` for a blank line; `raw` None: over the record
+    limit, `datasets.lines`)."""
+    if raw is None:
+        raise bad_value(label, what, "", too_long(max_record_bytes()), line=number)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = raw[error.start : error.end]
+        raise bad_value(label, what, bad, "not UTF-8 text", line=number) from None
+    if not text.strip():
+        return _BLANK
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise bad_value(label, what, text[:40], error.msg, line=number) from None

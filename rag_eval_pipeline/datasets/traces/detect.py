@@ -4,8 +4,9 @@ The Collector's `path` is the user's choice and rotation renames files with a ti
 the extension (`traces-2026-11-02T10-00-00.000.json`), compression may add `.zst` or `.gz`:
 names say nothing reliable. A file is, by its first bytes: Parquet (`PAR1`); else, read
 through its compression (`compression.open_decompressed`), JSON lines when its first
-non-blank byte is `{` (OTLP when the first record has `resourceSpans`, span annotations when
-it has `annotation_name`, else a Phoenix span export); else length-prefixed OTLP protobuf
+non-blank byte after a UTF-8 byte-order mark is `{` (OTLP when the first record has
+`resourceSpans`, span annotations when it has `annotation_name`, else a Phoenix span
+export); else length-prefixed OTLP protobuf
 records (`otlp_proto`), when the first length fits in the file.
 """
 
@@ -18,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.lines import BOM
 from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
 from rag_eval_pipeline.datasets.traces.conventions import Span, json_lines
 from rag_eval_pipeline.datasets.traces.otlp import otlp_spans
@@ -51,7 +53,7 @@ def trace_reader(path: Path, label: str) -> Reader:
             head = handle.read(SNIFF_BYTES)
     except DECOMPRESSION_ERRORS as error:
         raise _error(label, f"corrupt compressed data: {error}") from None
-    stripped = head.lstrip()
+    stripped = head.removeprefix(BOM).lstrip()
     if not stripped or stripped[:1] == b"{":
         return _json_lines_reader(path, label)
     if len(head) >= LENGTH_PREFIX.size:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
 from rag_eval_pipeline.datasets.traces.conventions import (
     FEEDBACK,
     GEN_AI_INPUT_TOKENS,
@@ -45,6 +45,7 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     RETRIEVER,
     SESSION_ID,
     USER_ID,
+    FileProblems,
     Span,
 )
 from rag_eval_pipeline.datasets.traces.detect import Reader, trace_reader
@@ -125,12 +126,20 @@ def read_traces(
     nanoseconds [start, end)), only spans starting in it are kept."""
     traces: dict[str, dict[str, Span]] = {}
     feedback: dict[str, str] = {}
+    problems: list[ValidationIssue] = []
     for path, label, reader in trace_files(folder):
-        for record in reader(path, label):
-            if isinstance(record, Feedback):
-                feedback.setdefault(record.span_id, record.value)
-            elif window is None or window[0] <= record.start_ns < window[1]:
-                traces.setdefault(record.trace_id, {}).setdefault(record.span_id, record)
+        try:
+            for record in reader(path, label):
+                if isinstance(record, Feedback):
+                    feedback.setdefault(record.span_id, record.value)
+                elif window is None or window[0] <= record.start_ns < window[1]:
+                    traces.setdefault(record.trace_id, {}).setdefault(record.span_id, record)
+        except DatasetError as error:  # every file's problems, not the first file's only
+            problems.extend(error.issues)
+        if len(problems) >= FileProblems.MAX_PROBLEMS:
+            break
+    if problems:
+        raise DatasetError(TRACES_FOLDER, problems)
     return traces, feedback
 
 
@@ -146,14 +155,21 @@ def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
     window = None if day is None else (day[0] - CLOCK_SKEW_NS, day[1] + TRACE_MARGIN_NS)
     rows, llm_calls = [], []
     traces, feedback = read_traces(folder, window)
+    problems = FileProblems(TRACES_FOLDER)
     for spans in traces.values():
         ordered = sorted(spans.values(), key=lambda s: (s.start_ns, s.span_id))
         root = _root(ordered)
         if day is not None and (root.parent_id is not None or not day[0] <= root.start_ns < day[1]):
             continue  # the root is on another day (or outside the export)
-        row, calls = _interaction(root, ordered, feedback)
+        read = problems.attempt(_interaction, root, ordered, feedback)
+        if read is None:
+            if problems.full:
+                break
+            continue
+        row, calls = read
         llm_calls.extend((len(rows), *call) for call in calls)
         rows.append(row)
+    problems.raise_if_any()
     frame = pd.DataFrame(rows, columns=[c for c in INTERACTION_COLUMNS if c != "cost_usd"])
     frame["timestamp"] = pd.to_datetime(frame["timestamp"].astype("int64"), utc=True)
     frame["cost_usd"] = _trace_costs(len(frame), llm_calls)
@@ -221,7 +237,7 @@ def _interaction(
             [
                 ValidationIssue(
                     root.source,
-                    f"no span of trace {root.trace_id!r} has a question",
+                    f"no span of trace {shown_value(root.trace_id)} has a question",
                     column=INPUT_VALUE,
                 )
             ],
@@ -299,7 +315,7 @@ def _count(span: Span, *keys: str) -> float:
             [
                 ValidationIssue(
                     span.source,
-                    f"not a token count: {value!r}",
+                    f"not a token count: {shown_value(value)}",
                     column=next(k for k in keys if span.attributes.get(k) is not None),
                 )
             ],

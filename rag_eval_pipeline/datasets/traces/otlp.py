@@ -14,17 +14,20 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
+from rag_eval_pipeline.datasets.timestamps import in_range_ns
 from rag_eval_pipeline.datasets.traces.conventions import (
     EXCEPTION_EVENT,
     EXCEPTION_MESSAGE,
     EXCEPTION_TYPE,
     SPAN_KIND,
+    FileProblems,
     Span,
     bad_value,
     json_lines,
     span_kind,
     split_attributes,
 )
+from rag_eval_pipeline.datasets.validation import max_id_chars
 
 STATUS_ERROR = (2, "2", "STATUS_CODE_ERROR")
 SPECIAL_DOUBLES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -41,21 +44,39 @@ class _Line:
 
 
 def otlp_spans(path: Path, label: str) -> Iterator[Span]:
-    """The spans of an OTLP JSON lines file, in file order (`label`: the file's name in errors)."""
-    for number, request in json_lines(path, label, "ExportTraceServiceRequest"):
-        yield from request_spans(request, label, number)
+    """The spans of an OTLP JSON lines file, in file order (`label`: the file's name in errors).
+    A bad line or span is recorded and skipped; at the end, every problem found is raised."""
+    problems = FileProblems(label)
+    for number, request in json_lines(path, label, "ExportTraceServiceRequest", problems):
+        where = _Line(label, number)
+        spans = problems.attempt(_raw_spans, request, where) or []
+        for span_path, span in spans:
+            decoded = problems.attempt(_span, span, span_path, where)
+            if decoded is not None:
+                yield decoded
+            if problems.full:
+                break
+    problems.raise_if_any()
+
+
+def _raw_spans(request: object, where: _Line) -> list[tuple[str, object]]:
+    """(path, span object) of every span of one ExportTraceServiceRequest."""
+    if not isinstance(request, dict) or "resourceSpans" not in request:
+        raise where.error("resourceSpans", str(request)[:40], "not an ExportTraceServiceRequest")
+    return [
+        (f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", span)
+        for r, resource in enumerate(_list(request, "resourceSpans", where))
+        for s, scope in enumerate(_list(resource, "scopeSpans", where))
+        for p, span in enumerate(_list(scope, "spans", where))
+    ]
 
 
 def request_spans(request: object, label: str, number: int) -> Iterator[Span]:
     """The spans of one parsed OTLP JSON `ExportTraceServiceRequest`, found at line (or
-    record) `number` of file `label`."""
+    record) `number` of file `label`; the first problem raises."""
     where = _Line(label, number)
-    if not isinstance(request, dict) or "resourceSpans" not in request:
-        raise where.error("resourceSpans", str(request)[:40], "not an ExportTraceServiceRequest")
-    for r, resource in enumerate(_list(request, "resourceSpans", where)):
-        for s, scope in enumerate(_list(resource, "scopeSpans", where)):
-            for p, span in enumerate(_list(scope, "spans", where)):
-                yield _span(span, f"resourceSpans[{r}].scopeSpans[{s}].spans[{p}]", where)
+    for span_path, span in _raw_spans(request, where):
+        yield _span(span, span_path, where)
 
 
 def _list(parent: object, key: str, where: _Line) -> list:
@@ -73,8 +94,9 @@ def _span(span: object, path: str, where: _Line) -> Span:
     trace_id = _hex_id(span, "traceId", path, where)
     span_id = _hex_id(span, "spanId", path, where)
     parent = span.get("parentSpanId") or None
-    start = _int64(span.get("startTimeUnixNano"), f"{path}.startTimeUnixNano", where)
-    end = _int64(span.get("endTimeUnixNano"), f"{path}.endTimeUnixNano", where)
+    start, end = (
+        _unix_nano(span, name, path, where) for name in ("startTimeUnixNano", "endTimeUnixNano")
+    )
     if end < start:
         raise where.error(f"{path}.endTimeUnixNano", span.get("endTimeUnixNano"), "before start")
     flat = _attributes(span.get("attributes"), f"{path}.attributes", where)
@@ -97,7 +119,20 @@ def _hex_id(span: dict, key: str, path: str, where: _Line) -> str:
     value = span.get(key)
     if not isinstance(value, str) or not value.strip():
         raise where.error(f"{path}.{key}", value, "missing or not a hex string")
+    if len(value) > max_id_chars():
+        raise where.error(f"{path}.{key}", value, f"longer than {max_id_chars():,} characters")
     return value.strip().lower()
+
+
+def _unix_nano(span: dict, key: str, path: str, where: _Line) -> int:
+    """A span's time: an int64 of nanoseconds since 1970 that falls in 2000-2099 (a `"2026"`
+    would be 1970 and move its interaction out of every day), refused naming trace and span."""
+    value = span.get(key)
+    nanoseconds = _int64(value, f"{path}.{key}", where)
+    if not in_range_ns(nanoseconds):
+        ids = f"trace {span.get('traceId')!s:.64}, span {span.get('spanId')!s:.64}"
+        raise where.error(f"{path}.{key}", value, f"not a UnixNano time in 2000-2099 ({ids})")
+    return nanoseconds
 
 
 def _int64(value: object, field_name: str, where: _Line) -> int:

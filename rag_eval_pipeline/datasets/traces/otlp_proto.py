@@ -24,6 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
+from rag_eval_pipeline.datasets.timestamps import in_range_ns
 from rag_eval_pipeline.datasets.traces.compression import (
     DECOMPRESSION_ERRORS,
     decompress_record,
@@ -110,6 +111,11 @@ def _json(data: bytes, label: str, number: int) -> object:
 def _span(span: ProtoSpan, source: str, label: str, number: int) -> Span:
     if not span.trace_id or not span.span_id:
         raise bad_value(label, "trace_id/span_id", span.name, "missing span id", row=number)
+    for name in ("start_time_unix_nano", "end_time_unix_nano"):
+        if not in_range_ns(getattr(span, name)):
+            ids = f"trace {span.trace_id.hex()}, span {span.span_id.hex()}"
+            problem = f"not a UnixNano time in 2000-2099 ({ids})"
+            raise bad_value(label, name, getattr(span, name), problem, row=number)
     if span.end_time_unix_nano < span.start_time_unix_nano:
         raise bad_value(
             label, "end_time_unix_nano", span.end_time_unix_nano, "before start", row=number

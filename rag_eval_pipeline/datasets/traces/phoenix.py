@@ -24,10 +24,13 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from rag_eval_pipeline.datasets.timestamps import PROBLEM as TIMESTAMP_PROBLEM
+from rag_eval_pipeline.datasets.timestamps import parse_timestamps
 from rag_eval_pipeline.datasets.traces.conventions import (
     EXCEPTION_EVENT,
     EXCEPTION_MESSAGE,
     EXCEPTION_TYPE,
+    FileProblems,
     Span,
     bad_value,
     json_lines,
@@ -50,20 +53,36 @@ class Feedback:
 
 
 def phoenix_parquet_spans(path: Path, label: str) -> Iterator[Span]:
-    """The spans of a Phoenix Parquet export, batch by batch (row numbers in errors)."""
+    """The spans of a Phoenix Parquet export, batch by batch (row numbers in errors); every
+    bad row is recorded and raised at the end (`FileProblems`)."""
+    problems = FileProblems(label)
     row = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=PARQUET_BATCH_ROWS):
         for record in batch.to_pylist():
             row += 1
-            yield phoenix_span(record, label, row=row)
+            span = problems.attempt(phoenix_span, record, label, row=row)
+            if span is not None:
+                yield span
+        if problems.full:
+            break
+    problems.raise_if_any()
 
 
 def phoenix_jsonl_spans(path: Path, label: str) -> Iterator[Span]:
-    """The spans of a Phoenix JSON lines export (line numbers in errors)."""
-    for number, record in json_lines(path, label, "span"):
-        if not isinstance(record, dict):
-            raise bad_value(label, "span", record, "not a span object", line=number)
-        yield phoenix_span(record, label, line=number)
+    """The spans of a Phoenix JSON lines export (line numbers in errors); every bad line is
+    recorded and raised at the end (`FileProblems`)."""
+    problems = FileProblems(label)
+    for number, record in json_lines(path, label, "span", problems):
+        span = problems.attempt(_jsonl_span, record, label, number)
+        if span is not None:
+            yield span
+    problems.raise_if_any()
+
+
+def _jsonl_span(record: object, label: str, number: int) -> Span:
+    if not isinstance(record, dict):
+        raise bad_value(label, "span", record, "not a span object", line=number)
+    return phoenix_span(record, label, line=number)
 
 
 def phoenix_parquet_annotations(path: Path, label: str) -> Iterator[Feedback]:
@@ -139,8 +158,9 @@ def phoenix_span(
     for name, value in (("context.trace_id", trace_id), ("context.span_id", span_id)):
         if not isinstance(value, str) or not value.strip():
             raise error(name, value, "missing or not a string")
-    start = _nanoseconds(record.get("start_time"), "start_time", error)
-    end = _nanoseconds(record.get("end_time"), "end_time", error)
+    ids = f"trace {str(trace_id)[:64]}, span {str(span_id)[:64]}"
+    start = _nanoseconds(record.get("start_time"), "start_time", error, ids)
+    end = _nanoseconds(record.get("end_time"), "end_time", error, ids)
     if end < start:
         raise error("end_time", record.get("end_time"), "before start_time")
     attributes = {
@@ -168,15 +188,15 @@ def _missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _nanoseconds(value: object, field_name: str, error) -> int:
-    """A Phoenix time (a timestamp, or ISO 8601 text; no offset = UTC) as UTC nanoseconds."""
-    try:
-        stamp = pd.Timestamp(value)
-    except (ValueError, TypeError):
-        raise error(field_name, value, "not a timestamp") from None
-    if pd.isna(stamp):
+def _nanoseconds(value: object, field_name: str, error, ids: str) -> int:
+    """A Phoenix time (a timestamp, ISO 8601 text with a date and a time, no offset = UTC, or
+    an epoch number: `datasets.timestamps`) as UTC nanoseconds; refused naming trace and span
+    (`ids`) outside 2000-2099."""
+    if _missing(value):
         raise error(field_name, value, "missing timestamp")
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    stamp = parse_timestamps(pd.Series([value], dtype=object)).iloc[0]
+    if pd.isna(stamp):
+        raise error(field_name, value, f"not {TIMESTAMP_PROBLEM} ({ids})")
     return int(stamp.value)
 
 
