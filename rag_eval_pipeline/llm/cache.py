@@ -17,19 +17,18 @@ the answers earlier runs were scored on.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
 
+from filelock import FileLock
 from upath import UPath
 
 from rag_eval_pipeline.storage.objects import is_local, storage_path
@@ -84,20 +83,14 @@ class CachedReply:
     latency_ms: float
 
 
-@contextmanager
-def _exclusive_setup(database: Path) -> Iterator[None]:
-    """Processes opening `database` set it up one at a time (a `flock` on a sibling file).
+def _exclusive_setup(database: Path) -> FileLock:
+    """Processes opening `database` set it up one at a time (a `filelock` on a sibling file).
 
     Switching a new database to WAL takes an exclusive lock for which SQLite may answer
     "database is locked" at once instead of waiting out the busy timeout, so concurrent first
     opens (parallel runs or steps on a fresh cache) would fail without this.
     """
-    descriptor = os.open(database.with_name(database.name + ".setup.lock"), os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
+    return FileLock(database.with_name(database.name + ".setup.lock"))
 
 
 class ReplyCache:
