@@ -14,13 +14,14 @@ alpha: 0.05          # optional
 
 Every variant answers the same questions (`RagVariant`, `systems/variants.py`), then each answer
 is scored per question: retrieval metrics of its retrieved documents against the qrels (any
-name `evaluate_run` accepts), judge metrics (`JUDGE_CALLS`), reference scores (ROUGE, BLEU,
-semantic similarity) and the system's own latency and `error_rate` (1 for a failed question).
-Each variant is compared with the baseline per metric on the questions both have a score for
-(`compare_paired`: mean delta, paired bootstrap CI, paired randomization p-value). The verdict
-is `better` or `worse` when p < alpha and the (1 − alpha) CI of the delta excludes 0 — in the
-metric's good direction or not: latency and error rates are lower-is-better, as in the
-scorecard — and `no significant difference` otherwise (including when no pair is complete).
+name `evaluate_run` accepts), judge metrics (`judges.metrics.METRICS`), reference scores
+(ROUGE, BLEU, semantic similarity) and the system's own latency and `error_rate` (1 for a
+failed question). Each variant is compared with the baseline per metric on the questions both
+have a score for (`compare_paired`: mean delta, paired bootstrap CI, paired randomization
+p-value). The verdict is `better` or `worse` when p < alpha and the (1 − alpha) CI of the delta
+excludes 0 — in the metric's good direction or not: latency and error rates are
+lower-is-better, as in the scorecard — and `no significant difference` otherwise (including
+when no pair is complete).
 """
 
 from __future__ import annotations
@@ -37,13 +38,13 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.composite import COMPOSITE, load_weights
 from rag_eval_pipeline.evaluation.generation import (
-    JUDGE_CALLS,
     TEXT_SCORERS,
     judge_answers,
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired
@@ -65,7 +66,7 @@ COMPARISON_COLUMNS = [
     "p_value",
     "verdict",
 ]
-JUDGE_METRICS = tuple(JUDGE_CALLS)
+JUDGE_METRICS = tuple(METRICS)
 REFERENCE_METRICS = (*TEXT_SCORERS, "semantic_similarity")
 SYSTEM_METRICS = ("total_latency_ms", "retrieval_latency_ms", "generation_latency_ms", "error_rate")
 NON_RETRIEVAL_METRICS = (*JUDGE_METRICS, *REFERENCE_METRICS, *SYSTEM_METRICS, COMPOSITE)

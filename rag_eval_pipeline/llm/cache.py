@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from filelock import FileLock
 from upath import UPath
@@ -59,15 +59,19 @@ def cache_key(
     messages: Sequence[Mapping[str, str]],
     temperature: float,
     max_tokens: int | None,
+    response_format: Mapping[str, Any] | None = None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply."""
-    payload = {
+    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply; a
+    request with a `response_format` is another request (without one, the key is unchanged)."""
+    payload: dict[str, Any] = {
         "model": model,
         "api_base": api_base,
         "messages": [dict(message) for message in messages],
         "temperature": temperature,
         "max_tokens": max_tokens,
     }
+    if response_format is not None:
+        payload["response_format"] = dict(response_format)
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
