@@ -97,14 +97,19 @@ def _positive(value: float) -> float:
 Role = Annotated[str, BeforeValidator(_role), WithJsonSchema({"enum": list(ROLES)})]
 
 
-class MetricRule(ConfigModel):
-    """The band and regression settings of one metric (or `prefix*` family of metrics)."""
+class Bands(ConfigModel):
+    """A metric's bands and regression tolerance (also a criterion's `bands`)."""
 
     excellent: float | None = None
     good: float | None = None
     higher_is_better: bool | None = None
     regression: float | None = None
     min_change: float | None = None
+
+
+class MetricRule(Bands):
+    """The band and regression settings of one metric (or `prefix*` family), and its role."""
+
     role: Role | None = None
 
 

@@ -33,6 +33,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from rag_eval_pipeline.evaluation.scorecard import Bands
 from rag_eval_pipeline.judges.metrics import BUILT_IN
 from rag_eval_pipeline.judges.parsing import parse_json_object, parse_score
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
@@ -172,16 +173,6 @@ def _words(value: str) -> str:
     if not value.strip():
         raise ValueError(f"{value!r}: expected the criterion in words")
     return value.strip()
-
-
-class Bands(ConfigModel):
-    """A criterion's threshold rule, as a metric's in `config/thresholds.yaml`."""
-
-    excellent: float | None = None
-    good: float | None = None
-    higher_is_better: bool | None = None
-    regression: float | None = None
-    min_change: float | None = None
 
 
 class CriterionEntry(ConfigModel):
