@@ -82,6 +82,6 @@ def test_the_json_schemas_in_docs_are_current() -> None:
     """Regenerate with `python -m rag_eval_pipeline.evaluation.config_schemas`."""
     written = {p.name: p.read_text(encoding="utf-8") for p in SCHEMAS_DIR.glob("*.json")}
     assert written == schema_texts()
-    for name in ("thresholds", "composite", "criteria"):
+    for name in ("thresholds", "composite", "criteria", "variants"):
         first = (PROJECT_ROOT / "config" / f"{name}.yaml").read_text().splitlines()[0]
         assert first == f"# yaml-language-server: $schema=../docs/schemas/{name}.schema.json"

@@ -1,8 +1,8 @@
 """Every configuration file the pipeline reads, checked in one place and described as JSON Schema.
 
 `check_configuration` reads the configured files (`config/thresholds.yaml`,
-`config/composite.yaml`, `config/criteria.yaml`, or the files their environment variables name)
-by the rules the assets apply, so `rag-eval validate` and `rag-eval run` refuse a misspelt key
+`config/composite.yaml`, `config/criteria.yaml`, or the files their environment variables name,
+and `config/variants.yaml`) by the rules the assets apply, so `rag-eval validate` and `rag-eval run` refuse a misspelt key
 before any step runs. `write_schemas` writes each file's JSON Schema into `docs/schemas/`
 (`python -m rag_eval_pipeline.evaluation.config_schemas`); editors with a YAML language server
 check a file against it while it is typed (`# yaml-language-server: $schema=...`).
@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from rag_eval_pipeline.evaluation.comparison import VariantsFile, load_plan
 from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE, CompositeFile, load_weights
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, ThresholdsFile
 from rag_eval_pipeline.judges.criteria import CriteriaFile, criteria_file, load_criteria
@@ -25,7 +26,9 @@ MODELS: dict[str, type[ConfigModel]] = {
     "thresholds.yaml": ThresholdsFile,
     "composite.yaml": CompositeFile,
     "criteria.yaml": CriteriaFile,
+    "variants.yaml": VariantsFile,
 }
+VARIANTS_FILE = PROJECT_ROOT / "config" / "variants.yaml"
 
 
 def check_configuration() -> None:
@@ -34,6 +37,7 @@ def check_configuration() -> None:
     Thresholds.load(Path(THRESHOLDS_FILE))
     load_weights(COMPOSITE_FILE)
     load_criteria(criteria_file())
+    load_plan(VARIANTS_FILE)
 
 
 def schema_texts() -> dict[str, str]:
