@@ -2,10 +2,11 @@
 
 `check_configuration` reads the configured files (`config/thresholds.yaml`,
 `config/composite.yaml`, `config/criteria.yaml`, or the files their environment variables name,
-and `config/variants.yaml`) by the rules the assets apply, so `rag-eval validate` and `rag-eval run` refuse a misspelt key
-before any step runs. `write_schemas` writes each file's JSON Schema into `docs/schemas/`
-(`python -m rag_eval_pipeline.evaluation.config_schemas`); editors with a YAML language server
-check a file against it while it is typed (`# yaml-language-server: $schema=...`).
+and `config/variants.yaml`) by the rules the assets apply, so `rag-eval validate` and
+`rag-eval run` refuse a misspelt key before any step runs. `write_schemas` writes each file's
+JSON Schema into `docs/schemas/` (`python -m rag_eval_pipeline.evaluation.config_schemas`);
+editors with a YAML language server check a file against it while it is typed
+(`# yaml-language-server: $schema=...`).
 """
 
 from __future__ import annotations
