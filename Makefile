@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/http_system.py
 	$(BIN)/python benchmarks/tier1_scale.py
 	$(BIN)/python benchmarks/pipeline.py
+	$(BIN)/python benchmarks/stats_peers.py
 
 clean:
 	rm -rf $(VENV) data/warehouse data/cache .dagster_home

@@ -117,9 +117,24 @@ def open_instance() -> DagsterInstance:
     return instance
 
 
+def configuration_problem() -> str | None:
+    """The first problem of the configuration files (`config/*.yaml`), as one line, or None."""
+    from rag_eval_pipeline.evaluation.config_schemas import check_configuration
+
+    try:
+        check_configuration()
+    except ValueError as error:
+        return str(error)
+    return None
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Validate a dataset version folder (the rule `rag-eval run` and the sensor apply) and
-    print its table sizes, or the line `rag-eval run` prints for it and every problem."""
+    print its table sizes, or the line `rag-eval run` prints for it and every problem; a
+    problem of the configuration files is printed first and fails it too."""
+    if (problem := configuration_problem()) is not None:
+        print(terminal_text(problem), file=sys.stderr)
+        return 1
     limits = DatasetLimits(MAX_FILE_MB << 20, MAX_TEXT_CHARS)
     location = storage_path(args.path)
     verdict = (
@@ -150,6 +165,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     A partition already materialized successfully from the same inputs (its `run_fingerprint`)
     whose outputs are still in the warehouse is skipped unless ``--force`` is given.
     """
+    if (problem := configuration_problem()) is not None:
+        print(terminal_text(problem), file=sys.stderr)
+        return 2
     if args.dry_run:
         return _dry_run(args)
     from rag_eval_pipeline.definitions import defs

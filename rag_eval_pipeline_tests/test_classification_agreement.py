@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import rankdata, spearmanr
+from scipy.stats import spearmanr
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import (
     accuracy_score,
@@ -22,7 +22,6 @@ from sklearn.metrics import (
 
 from rag_eval_pipeline.metrics.agreement import (
     agreement_table,
-    average_ranks,
     bin_scores,
     cohen_kappa,
     spearman,
@@ -283,10 +282,3 @@ def test_agreement_table() -> None:
     assert table.loc[1, "kappa"] == 1.0  # judge bins equal human_1 where both rated
     with pytest.raises(ValueError, match="two rater columns"):
         agreement_table(frame, ["judge"])
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, -3.5]), max_size=50))
-def test_average_ranks_equal_scipy_rankdata(values: list[float]) -> None:
-    array = np.asarray(values, dtype=np.float64)
-    np.testing.assert_array_equal(average_ranks(array), rankdata(array))

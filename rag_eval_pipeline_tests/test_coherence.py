@@ -12,6 +12,7 @@ import pytest
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.embedding.sentences import split_sentences
 from rag_eval_pipeline.judges.judge import LLMJudge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
@@ -35,7 +36,9 @@ def test_llm_coherence_scales_one_to_five_over_http(embedder: Embedder) -> None:
         client = LLMClient(
             LLMConfig(model="openai/test-judge", api_base=server.base_url, api_key="sk-test")
         )
-        frame = LLMJudge(client, embedder).coherence(["q"] * 5, ["A", "B", "C", "D", None])
+        frame = LLMJudge(client, embedder).score(
+            METRICS["coherence"], {"question": ["q"] * 5, "answer": ["A", "B", "C", "D", None]}
+        )
         prompts = [json.dumps(request.body) for request in server.requests]
     assert frame["score"].tolist()[:3] == [1.0, 0.25, 0.75]
     assert frame["reason"].tolist()[:2] == ["flows", "jumps"]
@@ -52,7 +55,9 @@ def test_offline_coherence_is_the_mean_consecutive_sentence_cosine(embedder: Emb
         "Bananas are yellow.",
         "One sentence only.",
     ]
-    frame = OfflineJudge(embedder).coherence(["q", "q"], answers)
+    frame = OfflineJudge(embedder).score(
+        METRICS["coherence"], {"question": ["q", "q"], "answer": answers}
+    )
     sentences = split_sentences(answers[0])
     vectors = embedder.encode(sentences).astype(float)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -111,15 +111,19 @@ def test_shipped_variants_file_parses() -> None:
         ({"baseline": "z"}, "baseline 'z' is not among the variants ['a', 'b']"),
         (
             {"variants": {"a": {}, "b": {"retriever": "sparse"}}},
-            "variant 'b': unknown retriever 'sparse'; use one of ['dense', 'bm25', 'hybrid-rrf']",
+            "variants.b.retriever: unknown retriever 'sparse'; use one of "
+            "['dense', 'bm25', 'hybrid-rrf']",
         ),
-        ({"variants": {"a": {}, "b": {"top_k": 0}}}, "variant 'b': top_k must be an integer ≥ 1"),
-        ({"variants": {"a": {}, "b": {"topk": 5}}}, "variant 'b': unknown key(s) ['topk']"),
+        ({"variants": {"a": {}, "b": {"top_k": 0}}}, "variants.b.top_k: must be an integer ≥ 1"),
+        (
+            {"variants": {"a": {}, "b": {"topk": 5}}},
+            "variants.b.topk = 5: unknown key; did you mean 'top_k'?",
+        ),
         ({"variants": {"a": {}}}, "variants: expected a mapping of at least two"),
         ({"metrics": ["mrr", "recal@5"]}, "metrics: unknown retrieval metric 'recal@5'"),
         ({"metrics": ["mrr", "mrr"]}, "metrics: listed more than once: ['mrr']"),
-        ({"alpha": 1.5}, "alpha must be a number in (0, 1), got 1.5"),
-        ({"extra": 1}, "unknown key(s) ['extra']"),
+        ({"alpha": 1.5}, "alpha: must be a number in (0, 1), got 1.5"),
+        ({"extra": 1}, "extra = 1: unknown key"),
     ],
 )
 def test_invalid_plans_are_explained(change: dict, message: str) -> None:
@@ -131,7 +135,8 @@ def test_invalid_plans_are_explained(change: dict, message: str) -> None:
 def test_load_plan_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "variants.yaml"
     path.write_text("baseline: a\nvariants:\n  a: {retriever: dense}\n  b: {retriever: tfidf}\n")
-    with pytest.raises(ValueError, match=rf"^{path}: variant 'b': unknown retriever 'tfidf'"):
+    expected = rf"^{path}: variants.b.retriever: unknown retriever 'tfidf'"
+    with pytest.raises(ValueError, match=expected):
         load_plan(path)
     with pytest.raises(ValueError, match="variants file not found"):
         load_plan(tmp_path / "missing.yaml")

@@ -56,7 +56,7 @@ from rag_eval_pipeline.defs.tier2_generation.assets import (
     ideal_context_generations,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.generation import REFERENCE_FREE
+from rag_eval_pipeline.judges.metrics import METRICS, metrics_for
 from rag_eval_pipeline.judges.metrics.answer_relevance import answer_relevance_prompt
 from rag_eval_pipeline.judges.metrics.answer_relevance_ragas import answer_relevance_ragas_prompt
 from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
@@ -282,7 +282,7 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
     assert set(first_requests) == set(digests.values())
 
     # Nothing lost: one row per (metric, question), for every judge metric.
-    judged = judgments[judgments["metric"].isin(REFERENCE_FREE)]
+    judged = judgments[judgments["metric"].isin(metrics_for("tier2"))]
     assert len(judged) == len(prompts) == 3 * len(generations)
     assert not judged.duplicated(["metric", "query_id"]).any()
     rows = judged.set_index(["metric", "query_id"])
@@ -310,7 +310,7 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
 
     # The quality table counts exactly the unrecoverable rows, and averages only the others.
     summary = quality.set_index("metric")
-    for metric in REFERENCE_FREE:
+    for metric in metrics_for("tier2"):
         failed = sum(1 for (m, _), plan in plans.items() if m == metric and not plan.recovers)
         n_rows = len(generations)
         line = summary.loc[f"avg_{metric}"]
@@ -333,7 +333,7 @@ def test_judge_faults_never_lose_rows_and_are_counted_in_the_error_rate(
         expected = ALWAYS_429_ATTEMPTS if plan.then == "429" else expected
         assert second_requests[digests[cell]] == expected, (cell, plan.name)
     rerun = pd.read_parquet(warehouse / "generation_judgments" / VERSION / f"{DATE}.parquet")
-    rerun_rows = rerun[rerun["metric"].isin(REFERENCE_FREE)].set_index(["metric", "query_id"])
+    rerun_rows = rerun[rerun["metric"].isin(metrics_for("tier2"))].set_index(["metric", "query_id"])
     pd.testing.assert_series_equal(
         rerun_rows["score"].sort_index(), rows["score"].sort_index(), check_exact=False
     )
@@ -741,8 +741,12 @@ def test_ragas_answer_relevance_stays_in_the_unit_interval_for_off_topic_questio
     off_topic = json.dumps({"questions": ["Which planet is largest?"], "noncommittal": False})
     with run_openai_server(responder=lambda _: off_topic) as server:
         client = LLMClient(LLMConfig(model=JUDGE_MODEL, api_base=server.base_url, api_key="k"))
-        frame = LLMJudge(client, embedder).answer_relevance_ragas(
-            ["How do I rotate an API key?"], ["Rotate keys under Settings > API keys."]
+        frame = LLMJudge(client, embedder).score(
+            METRICS["answer_relevance_ragas"],
+            {
+                "question": ["How do I rotate an API key?"],
+                "answer": ["Rotate keys under Settings > API keys."],
+            },
         )
     assert frame["error"].isna().all(), frame["error"].tolist()
     assert 0.0 <= frame["score"].iloc[0] <= 1.0, frame["score"].iloc[0]

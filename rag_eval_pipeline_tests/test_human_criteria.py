@@ -14,6 +14,7 @@ from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.judging import agreement_values, human_agreement
 from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.agreement import bin_scores
 
 
@@ -48,8 +49,13 @@ def test_kappa_per_criterion_equals_sklearn(embedder: Embedder, tmp_path: Path) 
         kappa, n = got[(criterion, "rater_a", "rater_b")]
         assert kappa == pytest.approx(cohen_kappa_score(a[both], b[both], labels=range(1, 6)))
         assert n == both.sum()
-    faithfulness = judge.faithfulness(
-        frame["question"].tolist(), [[c] for c in frame["context"]], frame["answer"].tolist()
+    faithfulness = judge.score(
+        METRICS["faithfulness"],
+        {
+            "question": frame["question"].tolist(),
+            "contexts": [[c] for c in frame["context"]],
+            "answer": frame["answer"].tolist(),
+        },
     )
     judge_bins = bin_scores(faithfulness["score"].to_numpy(dtype=float))
     kappa, n = got[("faithfulness", "judge", "rater_a")]

@@ -16,11 +16,15 @@ import pytest
 
 from rag_eval_pipeline.judges.judge import (
     COMMON_COLUMNS,
-    DETAIL_COLUMNS,
     LLMJudge,
     judgment_frame,
 )
-from rag_eval_pipeline.judges.metrics import PROMPTS
+from rag_eval_pipeline.judges.metrics import (
+    METRICS,
+    PROMPTS,
+    answer_correctness,
+    answer_relevance_ragas,
+)
 from rag_eval_pipeline.judges.metrics.context_precision import context_precision_prompt
 from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
 from rag_eval_pipeline.judges.prompts import PROMPT_VERSION
@@ -55,14 +59,20 @@ class FakeClient:
         self.forgotten: list[Sequence[dict[str, str]]] = []
 
     def complete_many(
-        self, prompts: Sequence[Sequence[dict[str, str]]], *, use_cache: bool = True
+        self,
+        prompts: Sequence[Sequence[dict[str, str]]],
+        *,
+        use_cache: bool = True,
+        response_format: dict | None = None,
     ) -> list[LLMReply]:
         start = len(self.prompts)
         self.prompts.extend(prompts)
         self.use_cache.append(use_cache)
         return self.replies[start : start + len(prompts)]
 
-    def forget(self, prompts: Sequence[Sequence[dict[str, str]]]) -> None:
+    def forget(
+        self, prompts: Sequence[Sequence[dict[str, str]]], response_format: dict | None = None
+    ) -> None:
         self.forgotten.extend(prompts)
 
 
@@ -84,7 +94,7 @@ def make_judge(
 
 
 def assert_contract(frame: pd.DataFrame, metric: str, n_rows: int) -> None:
-    assert list(frame.columns) == [*COMMON_COLUMNS, *DETAIL_COLUMNS[metric]]
+    assert list(frame.columns) == [*COMMON_COLUMNS, *METRICS[metric].detail_columns]
     assert len(frame) == n_rows
     assert (frame["score"].isna() == frame["error"].notna()).all(), "NaN only with an error"
     assert (frame["judge_version"] == PROMPT_VERSION).all()
@@ -99,7 +109,14 @@ CLAIMS_2_OF_3 = (
 def test_faithfulness_scores_supported_claims_and_keeps_reply_metadata() -> None:
     fenced = 'Here is my verdict:\n```json\n{"claims": [{"claim": "A", "supported": "yes"}]}\n```'
     judge, client = make_judge(CLAIMS_2_OF_3, fenced)
-    frame = judge.faithfulness(["q1", "q2"], [["ctx 1", "ctx 2"], ["ctx"]], ["a1", "a2"])
+    frame = judge.score(
+        METRICS["faithfulness"],
+        {
+            "question": ["q1", "q2"],
+            "contexts": [["ctx 1", "ctx 2"], ["ctx"]],
+            "answer": ["a1", "a2"],
+        },
+    )
     assert_contract(frame, "faithfulness", 2)
     assert frame["score"].tolist() == pytest.approx([2 / 3, 1.0])
     assert frame[["n_claims", "n_supported"]].values.tolist() == [[3, 2], [1, 1]]
@@ -126,7 +143,9 @@ def test_bad_faithfulness_replies_become_error_rows_with_the_raw_reply(
     text: str, error_start: str
 ) -> None:
     judge, client = make_judge(text)
-    frame = judge.faithfulness(["q"], [["ctx"]], ["a"])
+    frame = judge.score(
+        METRICS["faithfulness"], {"question": ["q"], "contexts": [["ctx"]], "answer": ["a"]}
+    )
     assert_contract(frame, "faithfulness", 1)
     assert math.isnan(frame["score"][0])
     assert frame["error"][0].startswith(error_start)
@@ -139,7 +158,14 @@ def test_bad_faithfulness_replies_become_error_rows_with_the_raw_reply(
 
 def test_failed_calls_and_missing_inputs_are_error_rows() -> None:
     judge, client = make_judge(reply(None, error="Timeout: no answer after 60 s"))
-    frame = judge.faithfulness(["q", "q", None, "q"], [["c"]] * 4, ["a", None, "a", ""])
+    frame = judge.score(
+        METRICS["faithfulness"],
+        {
+            "question": ["q", "q", None, "q"],
+            "contexts": [["c"]] * 4,
+            "answer": ["a", None, "a", ""],
+        },
+    )
     assert_contract(frame, "faithfulness", 4)
     assert frame["error"].tolist() == [
         "llm call failed: Timeout: no answer after 60 s",
@@ -155,7 +181,9 @@ def test_rubric_scores_accept_json_bare_and_labelled_numbers() -> None:
     judge, client = make_judge(
         '{"score": 0.8, "reason": "direct"}', "0.5", "Score: 3/4", '{"score": 1.5}', "great!"
     )
-    frame = judge.answer_relevance(["q"] * 5, ["a"] * 5, use_cache=False)
+    frame = judge.score(
+        METRICS["answer_relevance"], {"question": ["q"] * 5, "answer": ["a"] * 5}, use_cache=False
+    )
     assert_contract(frame, "answer_relevance", 5)
     assert frame["score"].tolist()[:3] == [0.8, 0.5, 0.75]
     assert frame["reason"][0] == "direct"
@@ -166,7 +194,10 @@ def test_rubric_scores_accept_json_bare_and_labelled_numbers() -> None:
 
 def test_e2e_score_needs_a_ground_truth() -> None:
     judge, client = make_judge('{"score": 0.25, "reason": "misses the year"}')
-    frame = judge.e2e_score(["q", "q"], ["a", "a"], ["truth", float("nan")])
+    frame = judge.score(
+        METRICS["e2e_score"],
+        {"question": ["q", "q"], "answer": ["a", "a"], "ground_truth": ["truth", float("nan")]},
+    )
     assert_contract(frame, "e2e_score", 2)
     assert frame["score"][0] == 0.25
     assert frame["error"][1] == "missing ground_truth"
@@ -176,7 +207,10 @@ def test_e2e_score_needs_a_ground_truth() -> None:
 def test_context_precision_averages_precision_over_verdicts() -> None:
     judge, _ = make_judge('{"verdicts": [0, 1, 1]}', '{"verdicts": [1]}', '{"verdicts": "1"}')
     contexts = [["c1", "c2", "c3"], ["c1", "c2"], ["c1"], []]
-    frame = judge.context_precision(["q"] * 4, contexts, ["t"] * 4)
+    frame = judge.score(
+        METRICS["context_precision"],
+        {"question": ["q"] * 4, "contexts": contexts, "ground_truth": ["t"] * 4},
+    )
     assert_contract(frame, "context_precision", 4)
     assert frame["score"][0] == pytest.approx((1 / 2 + 2 / 3) / 2)
     assert frame[["n_contexts", "n_relevant"]].values.tolist()[0] == [3, 2]
@@ -191,7 +225,9 @@ def test_context_recall_counts_attributed_ground_truth_claims() -> None:
     judge, _ = make_judge(
         '{"claims": [{"claim": "x", "attributed": true}, {"claim": "y", "attributed": 0}]}'
     )
-    frame = judge.context_recall([["c"]], ["x and y"])
+    frame = judge.score(
+        METRICS["context_recall"], {"contexts": [["c"]], "ground_truth": ["x and y"]}
+    )
     assert_contract(frame, "context_recall", 1)
     assert frame["score"][0] == 0.5
     assert frame[["n_claims", "n_attributed"]].values.tolist() == [[2, 1]]
@@ -204,14 +240,20 @@ def test_answer_correctness_combines_factual_f1_and_similarity() -> None:
         '{"TP": [], "FP": [], "FN": []}',
         vectors=vectors,
     )
-    frame = judge.answer_correctness(["a1", "a2", "a3"], ["t1", "t2", None])
+    frame = judge.score(
+        METRICS["answer_correctness"],
+        {"answer": ["a1", "a2", "a3"], "ground_truth": ["t1", "t2", None]},
+    )
     assert_contract(frame, "answer_correctness", 3)
     assert frame["score"][0] == pytest.approx(0.75 * 0.5 + 0.25 * 0.6)
     assert frame[["n_tp", "n_fp", "n_fn"]].values.tolist()[0] == [1, 1, 1]
     assert frame["semantic_similarity"].tolist()[:2] == pytest.approx([0.6, 0.0])  # clipped at 0
     assert frame["error"].tolist()[1:] == ["no statements", "missing ground_truth"]
     with pytest.raises(ValueError, match="weights"):
-        judge.answer_correctness(["a1"], ["t1"], weights=(0.0, 0.0))
+        judge.score(
+            answer_correctness.metric(weights=(0.0, 0.0)),
+            {"answer": ["a1"], "ground_truth": ["t1"]},
+        )
 
 
 def test_ragas_answer_relevance_embeds_generated_questions() -> None:
@@ -223,7 +265,10 @@ def test_ragas_answer_relevance_embeds_generated_questions() -> None:
         '{"questions": [1, 2]}',
         vectors=vectors,
     )
-    frame = judge.answer_relevance_ragas(["q1", "q2", "q1", "q1"], ["a"] * 4, n=2)
+    frame = judge.score(
+        answer_relevance_ragas.metric(n=2),
+        {"question": ["q1", "q2", "q1", "q1"], "answer": ["a"] * 4},
+    )
     assert_contract(frame, "answer_relevance_ragas", 4)
     assert frame["score"].tolist()[:2] == [0.5, 0.0]
     assert frame["n_questions"].tolist()[:3] == [2, 1, 0]
@@ -247,7 +292,7 @@ def test_judgment_frame_never_leaves_a_silent_nan() -> None:
         "cost_usd": 0.0,
     }
     rows = [common | {"score": math.nan, "error": None}, common | {"score": 0.3, "error": "x"}]
-    frame = judgment_frame("answer_relevance", rows)
+    frame = judgment_frame(METRICS["answer_relevance"].detail_columns, rows)
     assert frame["error"].tolist() == ["undefined score", "x"]
     assert frame["score"].isna().all()
 
@@ -255,7 +300,10 @@ def test_judgment_frame_never_leaves_a_silent_nan() -> None:
 def test_mismatched_lengths_raise_before_any_call() -> None:
     judge, client = make_judge()
     with pytest.raises(ValueError, match="differ in length"):
-        judge.faithfulness(["q"], [["c"], ["c"]], ["a"])
+        judge.score(
+            METRICS["faithfulness"],
+            {"question": ["q"], "contexts": [["c"], ["c"]], "answer": ["a"]},
+        )
     assert client.prompts == []
 
 

@@ -12,7 +12,8 @@ import pytest
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.embedding.sentences import split_sentences
 from rag_eval_pipeline.judges.heuristics import is_noncommittal
-from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, DETAIL_COLUMNS
+from rag_eval_pipeline.judges.judge import COMMON_COLUMNS
+from rag_eval_pipeline.judges.metrics import METRICS, answer_correctness, answer_relevance_ragas
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
 from rag_eval_pipeline.judges.offline import OFFLINE_JUDGE_MODEL, OfflineJudge
 from rag_eval_pipeline.storage.result_cache import ResultCache
@@ -41,7 +42,7 @@ def judge(embedder: Embedder) -> OfflineJudge:
 
 
 def assert_contract(frame: pd.DataFrame, metric: str, n_rows: int) -> None:
-    assert list(frame.columns) == [*COMMON_COLUMNS, *DETAIL_COLUMNS[metric]]
+    assert list(frame.columns) == [*COMMON_COLUMNS, *METRICS[metric].detail_columns]
     assert len(frame) == n_rows
     assert (frame["judge_model"] == OFFLINE_JUDGE_MODEL).all()
     assert (frame["score"].isna() == frame["error"].notna()).all()
@@ -80,7 +81,10 @@ def test_token_f1_and_noncommittal_detection() -> None:
 
 
 def test_faithful_answer_beats_hallucinated_one(judge: OfflineJudge) -> None:
-    frame = judge.faithfulness([QUESTION] * 2, [CONTEXT] * 2, [FAITHFUL, HALLUCINATED])
+    frame = judge.score(
+        METRICS["faithfulness"],
+        {"question": [QUESTION] * 2, "contexts": [CONTEXT] * 2, "answer": [FAITHFUL, HALLUCINATED]},
+    )
     assert_contract(frame, "faithfulness", 2)
     assert frame["score"].tolist() == pytest.approx([1.0, 1 / 3])
     assert frame[["n_claims", "n_supported"]].values.tolist() == [[2, 2], [3, 1]]
@@ -89,10 +93,13 @@ def test_faithful_answer_beats_hallucinated_one(judge: OfflineJudge) -> None:
 
 
 def test_faithfulness_errors_are_explicit(judge: OfflineJudge) -> None:
-    frame = judge.faithfulness(
-        [QUESTION, QUESTION, None, QUESTION],
-        [CONTEXT, CONTEXT, CONTEXT, []],
-        [NO_CONTEXT_ANSWER, None, FAITHFUL, FAITHFUL],
+    frame = judge.score(
+        METRICS["faithfulness"],
+        {
+            "question": [QUESTION, QUESTION, None, QUESTION],
+            "contexts": [CONTEXT, CONTEXT, CONTEXT, []],
+            "answer": [NO_CONTEXT_ANSWER, None, FAITHFUL, FAITHFUL],
+        },
     )
     assert_contract(frame, "faithfulness", 4)
     assert frame["error"].tolist()[:3] == ["no claims", "missing answer", "missing question"]
@@ -101,11 +108,15 @@ def test_faithfulness_errors_are_explicit(judge: OfflineJudge) -> None:
 
 def test_answer_relevance_prefers_on_topic_answers(judge: OfflineJudge) -> None:
     answers = [FAITHFUL, "Bananas are rich in potassium.", NO_CONTEXT_ANSWER]
-    frame = judge.answer_relevance([QUESTION] * 3, answers)
+    frame = judge.score(
+        METRICS["answer_relevance"], {"question": [QUESTION] * 3, "answer": answers}
+    )
     assert_contract(frame, "answer_relevance", 3)
     assert frame["score"][0] > frame["score"][1] + 0.3
     assert frame["score"][2] == 0.0
-    ragas = judge.answer_relevance_ragas([QUESTION] * 3, answers, n=1)
+    ragas = judge.score(
+        answer_relevance_ragas.metric(n=1), {"question": [QUESTION] * 3, "answer": answers}
+    )
     assert_contract(ragas, "answer_relevance_ragas", 3)
     assert ragas["score"][0] > ragas["score"][1]
     assert ragas["n_questions"].tolist() == [1, 1, 1]
@@ -114,18 +125,32 @@ def test_answer_relevance_prefers_on_topic_answers(judge: OfflineJudge) -> None:
 
 
 def test_e2e_score_exact_on_identical_and_empty_answers(judge: OfflineJudge) -> None:
-    frame = judge.e2e_score([QUESTION] * 3, [GROUND_TRUTH, "", FAITHFUL], [GROUND_TRUTH] * 3)
+    frame = judge.score(
+        METRICS["e2e_score"],
+        {
+            "question": [QUESTION] * 3,
+            "answer": [GROUND_TRUTH, "", FAITHFUL],
+            "ground_truth": [GROUND_TRUTH] * 3,
+        },
+    )
     assert_contract(frame, "e2e_score", 3)
     assert frame["score"][0] == pytest.approx(1.0, abs=1e-5)
     assert frame["score"][1] == 0.0
     assert frame["score"][2] == pytest.approx(1.0, abs=1e-5)  # citation markers are ignored
-    missing = judge.e2e_score([QUESTION], [FAITHFUL], [" "])
+    missing = judge.score(
+        METRICS["e2e_score"], {"question": [QUESTION], "answer": [FAITHFUL], "ground_truth": [" "]}
+    )
     assert missing["error"].tolist() == ["missing ground_truth"]
 
 
 def test_context_precision_ranks_relevant_chunks_first(judge: OfflineJudge) -> None:
-    frame = judge.context_precision(
-        [QUESTION] * 3, [CONTEXT, CONTEXT[::-1], []], [GROUND_TRUTH] * 3
+    frame = judge.score(
+        METRICS["context_precision"],
+        {
+            "question": [QUESTION] * 3,
+            "contexts": [CONTEXT, CONTEXT[::-1], []],
+            "ground_truth": [GROUND_TRUTH] * 3,
+        },
     )
     assert_contract(frame, "context_precision", 3)
     assert frame["score"].tolist()[:2] == [1.0, 0.5]
@@ -135,15 +160,19 @@ def test_context_precision_ranks_relevant_chunks_first(judge: OfflineJudge) -> N
 
 def test_context_recall_counts_covered_ground_truth_sentences(judge: OfflineJudge) -> None:
     truth = "The Eiffel Tower is in Paris. It has exactly 1665 steps to the top."
-    frame = judge.context_recall([CONTEXT, CONTEXT[1:]], [truth, truth])
+    frame = judge.score(
+        METRICS["context_recall"],
+        {"contexts": [CONTEXT, CONTEXT[1:]], "ground_truth": [truth, truth]},
+    )
     assert_contract(frame, "context_recall", 2)
     assert frame["score"].tolist() == [0.5, 0.0]
     assert frame[["n_claims", "n_attributed"]].values.tolist() == [[2, 1], [2, 0]]
 
 
 def test_answer_correctness_exact_on_identical_answer(judge: OfflineJudge) -> None:
-    frame = judge.answer_correctness(
-        [GROUND_TRUTH, HALLUCINATED, None], [GROUND_TRUTH] * 3, weights=(0.75, 0.25)
+    frame = judge.score(
+        answer_correctness.metric(weights=(0.75, 0.25)),
+        {"answer": [GROUND_TRUTH, HALLUCINATED, None], "ground_truth": [GROUND_TRUTH] * 3},
     )
     assert_contract(frame, "answer_correctness", 3)
     assert frame["score"][0] == pytest.approx(1.0, abs=1e-5)
@@ -157,8 +186,13 @@ def test_answer_correctness_exact_on_identical_answer(judge: OfflineJudge) -> No
 
 
 def test_offline_judge_is_deterministic(judge: OfflineJudge) -> None:
-    args = ([QUESTION] * 2, [CONTEXT] * 2, [FAITHFUL, HALLUCINATED])
-    first, second = judge.faithfulness(*args), judge.faithfulness(*args, use_cache=False)
+    args = {
+        "question": [QUESTION] * 2,
+        "contexts": [CONTEXT] * 2,
+        "answer": [FAITHFUL, HALLUCINATED],
+    }
+    first = judge.score(METRICS["faithfulness"], args)
+    second = judge.score(METRICS["faithfulness"], args, use_cache=False)
     pd.testing.assert_frame_equal(
         first.drop(columns="latency_ms"), second.drop(columns="latency_ms")
     )
@@ -168,24 +202,35 @@ def test_results_are_kept_by_content_and_recomputed_when_anything_changes(
     embedder: Embedder, tmp_path: Path
 ) -> None:
     cache = ResultCache(tmp_path / "offline-judge")
-    args = ([QUESTION] * 2, [CONTEXT] * 2, [FAITHFUL, HALLUCINATED])
-    computed = OfflineJudge(embedder, cache=cache).faithfulness(*args)
+    args = {
+        "question": [QUESTION] * 2,
+        "contexts": [CONTEXT] * 2,
+        "answer": [FAITHFUL, HALLUCINATED],
+    }
+    computed = OfflineJudge(embedder, cache=cache).score(METRICS["faithfulness"], args)
     assert not computed["cached"].any()
     entries = sorted(cache.directory.glob("*.parquet"))
     assert len(entries) == 1
 
-    read_back = OfflineJudge(embedder, cache=cache).faithfulness(*args)
+    read_back = OfflineJudge(embedder, cache=cache).score(METRICS["faithfulness"], args)
     assert read_back["cached"].all()
     pd.testing.assert_frame_equal(read_back.drop(columns="cached"), computed.drop(columns="cached"))
     assert sorted(cache.directory.glob("*.parquet")) == entries
 
-    repeated = OfflineJudge(embedder, cache=cache).faithfulness(*args, use_cache=False)
-    assert not repeated["cached"].any()
-    changed_answer = OfflineJudge(embedder, cache=cache).faithfulness(
-        [QUESTION], [CONTEXT], [HALLUCINATED]
+    repeated = OfflineJudge(embedder, cache=cache).score(
+        METRICS["faithfulness"], args, use_cache=False
     )
-    stricter = OfflineJudge(embedder, threshold=0.9, cache=cache).faithfulness(*args)
-    relevance = OfflineJudge(embedder, cache=cache).answer_relevance(args[0], args[2])
+    assert not repeated["cached"].any()
+    changed_answer = OfflineJudge(embedder, cache=cache).score(
+        METRICS["faithfulness"],
+        {"question": [QUESTION], "contexts": [CONTEXT], "answer": [HALLUCINATED]},
+    )
+    stricter = OfflineJudge(embedder, threshold=0.9, cache=cache).score(
+        METRICS["faithfulness"], args
+    )
+    relevance = OfflineJudge(embedder, cache=cache).score(
+        METRICS["answer_relevance"], {"question": args["question"], "answer": args["answer"]}
+    )
     assert not changed_answer["cached"].any() and not stricter["cached"].any()
     assert not relevance["cached"].any()
     assert len(list(cache.directory.glob("*.parquet"))) == 4
@@ -203,7 +248,10 @@ def test_russian_and_portuguese_faithfulness(judge: OfflineJudge) -> None:
         "Бананы богаты калием. Луна сделана из сыра.",
         "As bananas são ricas em potássio. A lua é feita de queijo.",
     ]
-    frame = judge.faithfulness(questions * 2, contexts * 2, faithful + invented)
+    frame = judge.score(
+        METRICS["faithfulness"],
+        {"question": questions * 2, "contexts": contexts * 2, "answer": faithful + invented},
+    )
     assert frame["score"].tolist() == [1.0, 1.0, 0.0, 0.0]
     generated = OfflineGenerator(judge.embedder, max_sentences=1).generate(questions, contexts)
     assert generated["answer"].tolist() == faithful
@@ -235,4 +283,6 @@ def test_generator_extracts_the_most_similar_sentences(embedder: Embedder) -> No
 
 def test_mismatched_input_lengths_raise(judge: OfflineJudge) -> None:
     with pytest.raises(ValueError, match="differ in length"):
-        judge.answer_relevance([QUESTION], [FAITHFUL, FAITHFUL])
+        judge.score(
+            METRICS["answer_relevance"], {"question": [QUESTION], "answer": [FAITHFUL, FAITHFUL]}
+        )

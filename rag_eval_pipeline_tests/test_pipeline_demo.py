@@ -6,11 +6,14 @@ the regression check, the alert sensor (with a real webhook on 127.0.0.1) and th
 UI plots are all checked against these two real runs.
 """
 
+import io
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from dagster import (
@@ -346,3 +349,43 @@ def test_rater_export_writes_the_next_labels_file(demo: DemoRuns) -> None:
     assert len(exported) == metadata["n_tasks"].value == 20
     assert {"label_id", "question", "context", "answer", "human_overall_rater_b"} <= set(exported)
     assert Path(metadata["csv_path"].value).is_relative_to(demo.warehouse.parent)
+
+
+REFERENCE = Path(__file__).with_name("data") / "demo_v1_day2_reference.csv"
+SCORECARD_KEPT = ["tier", "system", "metric", "value", "std", "count", "ci_low", "ci_high"]
+SCORECARD_KEPT += ["n_errors", "band", "role"]
+VERDICT_KEPT = ["tier", "system", "metric", "test", "p_value", "q_value", "verdict", "alert"]
+
+
+def demo_outputs(demo: DemoRuns) -> pd.DataFrame:
+    """Day 2's scorecard and verdicts in one long table of strings and floats; latencies are
+    left out (measured wall-clock times differ between runs)."""
+    scorecard = read(demo, "evaluation_scorecard", DAY2)[SCORECARD_KEPT]
+    verdicts = read(demo, "metric_regressions", DAY2)[VERDICT_KEPT]
+    parts = [scorecard.assign(table="scorecard"), verdicts.assign(table="verdicts")]
+    both = pd.concat(parts, ignore_index=True)
+    both = both[~both["metric"].str.contains("latency")]
+    return both.sort_values(["table", "tier", "system", "metric"], ignore_index=True)
+
+
+def test_demo_scorecard_and_verdicts_equal_the_stored_reference(demo: DemoRuns) -> None:
+    """A refactoring changes no number: day 2's scorecard and verdicts equal the stored ones
+    (floats to 1e-6 relative: embeddings are float32, and how the session's embedding cache
+    splits texts into batches moves their last digits; regenerate with
+    RAG_EVAL_UPDATE_REFERENCE=1 only for a change meant to move a number)."""
+    text = demo_outputs(demo).to_csv(index=False, float_format="%.17g")
+    if os.environ.get("RAG_EVAL_UPDATE_REFERENCE") == "1":
+        REFERENCE.write_text(text)
+    current = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    stored = pd.read_csv(REFERENCE, dtype=str, keep_default_na=False)
+    assert stored[["table", "tier", "system", "metric"]].equals(
+        current[["table", "tier", "system", "metric"]]
+    )
+    for column in current.columns:
+        numbers = pd.to_numeric(stored[column], errors="coerce")
+        if numbers.notna().any() and column not in ("tier", "system", "metric"):
+            now = pd.to_numeric(current[column], errors="coerce")
+            close = np.isclose(now, numbers, rtol=1e-6, atol=0.0, equal_nan=True)
+            assert close.all(), (column, current.loc[~close, ["metric", column]].head())
+        else:
+            assert stored[column].equals(current[column]), column

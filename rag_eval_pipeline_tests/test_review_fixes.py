@@ -31,8 +31,10 @@ from rag_eval_pipeline.evaluation.regression import (
     detect_regressions,
 )
 from rag_eval_pipeline.evaluation.traffic import judged_sample
+from rag_eval_pipeline.judges.metrics import METRICS
+from rag_eval_pipeline.judges.metrics.context_precision import NO_TRUTH_CLAIMS
 from rag_eval_pipeline.judges.metrics.e2e_score import token_f1
-from rag_eval_pipeline.judges.offline import NO_TRUTH_CLAIMS, OfflineJudge
+from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge
 from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import citation_scores, nested_quantifier, regex_match
@@ -119,7 +121,10 @@ def test_context_precision_of_a_ground_truth_without_words_is_an_error_row(
     tower = ["Paris is in France.", "The Eiffel Tower is in Paris."]
     contexts = [tower, ["It is big."], tower, tower]
     truths = ["?!", "—", "[1]", "The Eiffel Tower is in Paris."]
-    frame = judge.context_precision(["Where?"] * 4, contexts, truths)
+    frame = judge.score(
+        METRICS["context_precision"],
+        {"question": ["Where?"] * 4, "contexts": contexts, "ground_truth": truths},
+    )
     assert frame["error"].tolist()[:3] == [NO_TRUTH_CLAIMS] * 3
     assert frame["score"][:3].isna().all()
     assert frame["error"][3] is None or pd.isna(frame["error"][3])
@@ -180,8 +185,13 @@ def test_context_precision_reads_at_most_max_sentences_across_a_rows_chunks(
     groups = sentences.chunk_sentences(chunks)
     assert [len(g) for g in groups] == [200, 56, 0]
     assert sentences.context_sentences(chunks) == groups[0] + groups[1]
-    frame = OfflineJudge(embedder).context_precision(
-        ["Where?"] * 2, [chunks, chunks[2:]], ["The Eiffel Tower is in Paris."] * 2
+    frame = OfflineJudge(embedder).score(
+        METRICS["context_precision"],
+        {
+            "question": ["Where?"] * 2,
+            "contexts": [chunks, chunks[2:]],
+            "ground_truth": ["The Eiffel Tower is in Paris."] * 2,
+        },
     )
     # the third chunk lies past the row's 256 sentences: never read, so never relevant
     assert json.loads(frame["raw_reply"][0])["verdicts"] == [0, 0, 0]
@@ -195,8 +205,8 @@ def test_answer_relevance_flags_an_over_long_question_as_truncated(embedder: Emb
     questions = [long_question, "Where is the Eiffel Tower?"]
     answers = ["The Eiffel Tower is in Paris."] * 2
     for frame in (
-        judge.answer_relevance(questions, answers),
-        judge.answer_relevance_ragas(questions, answers),
+        judge.score(METRICS["answer_relevance"], {"question": questions, "answer": answers}),
+        judge.score(METRICS["answer_relevance_ragas"], {"question": questions, "answer": answers}),
     ):
         assert frame["truncated"].tolist() == [True, False]
 

@@ -17,8 +17,8 @@ from dagster import (
 )
 
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
-from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS
 from rag_eval_pipeline.evaluation.regression import OUTAGE_ERROR_RATE
+from rag_eval_pipeline.judges.metrics import METRICS
 
 MAX_JUDGE_ERROR_RATE = 0.05
 # Above this share of failed judge calls the check is an ERROR (an outage), not a WARN.
@@ -39,7 +39,7 @@ def judge_error_rate_check(asset_name: str) -> AssetChecksDefinition:
     )
     def _check(context: AssetCheckExecutionContext, judgments: pd.DataFrame) -> AssetCheckResult:
         rate = float(judgments["error"].notna().mean()) if len(judgments) else 0.0
-        calls = judgments[judgments["metric"].isin(list(JUDGE_CALLS))]
+        calls = judgments[judgments["metric"].isin(list(METRICS))]
         call_rate = float(calls["error"].notna().mean()) if len(calls) else 0.0
         outage = call_rate > JUDGE_OUTAGE_RATE
         return AssetCheckResult(

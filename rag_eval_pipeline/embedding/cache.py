@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
+from filelock import FileLock
 
 from rag_eval_pipeline.storage.objects import (
     is_local,
@@ -27,11 +28,6 @@ from rag_eval_pipeline.storage.objects import (
     storage_path,
     write_atomically,
 )
-
-try:
-    import fcntl
-except ImportError:  # Windows: no advisory locks; concurrent processes may embed a text twice
-    fcntl = None  # type: ignore[assignment]
 
 
 def text_key(text: str) -> str:
@@ -83,16 +79,12 @@ class EmbeddingCache:
         Look the keys up again inside: vectors another process stored while this one waited
         are then read, not computed again. The lock is released when the process dies.
         """
-        if fcntl is None or not is_local(self.directory):
+        if not is_local(self.directory):
             yield
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory.path + "/.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with FileLock(self.directory.path + "/.lock"):
+            yield
 
     def store(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Persist new vectors atomically as one new shard."""

@@ -14,13 +14,14 @@ alpha: 0.05          # optional
 
 Every variant answers the same questions (`RagVariant`, `systems/variants.py`), then each answer
 is scored per question: retrieval metrics of its retrieved documents against the qrels (any
-name `evaluate_run` accepts), judge metrics (`JUDGE_CALLS`), reference scores (ROUGE, BLEU,
-semantic similarity) and the system's own latency and `error_rate` (1 for a failed question).
-Each variant is compared with the baseline per metric on the questions both have a score for
-(`compare_paired`: mean delta, paired bootstrap CI, paired randomization p-value). The verdict
-is `better` or `worse` when p < alpha and the (1 − alpha) CI of the delta excludes 0 — in the
-metric's good direction or not: latency and error rates are lower-is-better, as in the
-scorecard — and `no significant difference` otherwise (including when no pair is complete).
+name `evaluate_run` accepts), judge metrics (`judges.metrics.METRICS`), reference scores
+(ROUGE, BLEU, semantic similarity) and the system's own latency and `error_rate` (1 for a
+failed question). Each variant is compared with the baseline per metric on the questions both
+have a score for (`compare_paired`: mean delta, paired bootstrap CI, paired randomization
+p-value). The verdict is `better` or `worse` when p < alpha and the (1 − alpha) CI of the delta
+excludes 0 — in the metric's good direction or not: latency and error rates are
+lower-is-better, as in the scorecard — and `no significant difference` otherwise (including
+when no pair is complete).
 """
 
 from __future__ import annotations
@@ -28,28 +29,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 import yaml
+from pydantic import AfterValidator
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.composite import COMPOSITE, load_weights
 from rag_eval_pipeline.evaluation.generation import (
-    JUDGE_CALLS,
     TEXT_SCORERS,
     judge_answers,
     reference_scores,
 )
 from rag_eval_pipeline.evaluation.scorecard import LOWER_IS_BETTER_MARKERS
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline.metrics.stats import compare_paired
+from rag_eval_pipeline.storage.config_files import ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 from rag_eval_pipeline.systems.generators import Generator
-from rag_eval_pipeline.systems.variants import RagVariant
+from rag_eval_pipeline.systems.variants import RagVariant, VariantEntry
 
 BETTER, WORSE, NO_DIFFERENCE = "better", "worse", "no significant difference"
 VERDICTS = (BETTER, WORSE, NO_DIFFERENCE)
@@ -66,11 +69,10 @@ COMPARISON_COLUMNS = [
     "p_value",
     "verdict",
 ]
-JUDGE_METRICS = tuple(JUDGE_CALLS)
+JUDGE_METRICS = tuple(METRICS)
 REFERENCE_METRICS = (*TEXT_SCORERS, "semantic_similarity")
 SYSTEM_METRICS = ("total_latency_ms", "retrieval_latency_ms", "generation_latency_ms", "error_rate")
 NON_RETRIEVAL_METRICS = (*JUDGE_METRICS, *REFERENCE_METRICS, *SYSTEM_METRICS, COMPOSITE)
-PLAN_KEYS = ("baseline", "variants", "metrics", "alpha")
 # A one-query run and qrels: `evaluate_run` on them validates retrieval metric names.
 _PROBE_RUN = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "score": [1.0]})
 _PROBE_QRELS = pd.DataFrame({"query_id": ["q"], "doc_id": ["d"], "relevance": [1]})
@@ -96,6 +98,16 @@ class ComparisonPlan:
         return any(metric.endswith("_latency_ms") for metric in self.metrics)
 
 
+class VariantsFile(ConfigModel):
+    """`config/variants.yaml`: the variants of the reference RAG to compare (see the module
+    docstring)."""
+
+    baseline: str
+    variants: dict[str, VariantEntry | None]
+    metrics: list[str]
+    alpha: Annotated[float, AfterValidator(_significance)] = 0.05
+
+
 def load_plan(path: Path) -> ComparisonPlan:
     """Read a variants file; every problem raises `ValueError` starting with the file's path."""
     path = Path(path)
@@ -105,35 +117,36 @@ def load_plan(path: Path) -> ComparisonPlan:
         raw = load_yaml_file(path)
     except yaml.YAMLError as error:
         raise ValueError(f"{path}: not valid YAML: {error}") from error
+    return parse_plan(raw, path)
+
+
+def parse_plan(raw: Any, path: Path | str = "variants.yaml") -> ComparisonPlan:
+    """Validate the parsed YAML of a variants file (see the module docstring); a problem raises
+    `ValueError` naming `path`, the key and the value."""
+    plan = validated(VariantsFile, raw, path)
+    if len(plan.variants) < 2:
+        raise ValueError(f"{path}: variants: expected a mapping of at least two named variants")
+    variants = tuple(
+        (entry or VariantEntry()).variant(str(name)) for name, entry in plan.variants.items()
+    )
+    names = [variant.name for variant in variants]
+    if plan.baseline not in names:
+        raise ValueError(f"{path}: baseline {plan.baseline!r} is not among the variants {names}")
     try:
-        return parse_plan(raw)
+        metrics = _metrics(plan.metrics)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
+    return ComparisonPlan(plan.baseline, variants, metrics, plan.alpha)
 
 
-def parse_plan(raw: Any) -> ComparisonPlan:
-    """Validate the parsed YAML of a variants file (see the module docstring)."""
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"expected a mapping with keys {list(PLAN_KEYS)}")
-    unknown = sorted(set(raw) - set(PLAN_KEYS))
-    if unknown:
-        raise ValueError(f"unknown key(s) {unknown}; allowed: {list(PLAN_KEYS)}")
-    specs = raw.get("variants")
-    if not isinstance(specs, Mapping) or len(specs) < 2:
-        raise ValueError("variants: expected a mapping of at least two named variants")
-    variants = tuple(RagVariant.from_mapping(str(name), spec) for name, spec in specs.items())
-    names = [variant.name for variant in variants]
-    baseline = raw.get("baseline")
-    if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not among the variants {names}")
-    alpha = raw.get("alpha", 0.05)
-    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
-        raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}")
-    return ComparisonPlan(baseline, variants, _metrics(raw.get("metrics")), float(alpha))
+def _significance(alpha: float) -> float:
+    if not 0 < alpha < 1:
+        raise ValueError(f"must be a number in (0, 1), got {alpha!r}")
+    return alpha
 
 
-def _metrics(raw: Any) -> tuple[str, ...]:
-    if not isinstance(raw, list) or not raw or not all(isinstance(m, str) for m in raw):
+def _metrics(raw: list[str]) -> tuple[str, ...]:
+    if not raw:
         raise ValueError("metrics: expected a non-empty list of metric names")
     repeated = sorted({m for m in raw if raw.count(m) > 1})
     if repeated:

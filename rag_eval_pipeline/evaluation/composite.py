@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
 import yaml
+from pydantic import Field
 
 from rag_eval_pipeline.evaluation.generation import JUDGMENT_COLUMNS, scorer_rows
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.settings import PROJECT_ROOT
+from rag_eval_pipeline.storage.config_files import ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 COMPOSITE = "composite"
@@ -26,15 +29,18 @@ def load_weights(path: Path = COMPOSITE_FILE) -> dict[str, float]:
         raw = load_yaml_file(path) or {}
     except (OSError, yaml.YAMLError) as error:
         raise ValueError(f"{path}: cannot read composite weights: {error}") from error
-    weights = raw.get("weights") if isinstance(raw, dict) else None
-    if not isinstance(weights, dict) or not weights:
-        raise ValueError(f"{path}: expected a non-empty mapping 'weights: {{metric: weight}}'")
+    weights = dict(validated(CompositeFile, raw, path).weights)
     try:
-        parsed = {str(metric): float(weight) for metric, weight in weights.items()}
-        composite_score(pd.DataFrame(), parsed)
-    except (TypeError, ValueError) as error:
+        composite_score(pd.DataFrame(), weights)
+    except ValueError as error:
         raise ValueError(f"{path}: {error}") from error
-    return parsed
+    return weights
+
+
+class CompositeFile(ConfigModel):
+    """`config/composite.yaml`: the weight of each metric in the per-question composite."""
+
+    weights: Annotated[dict[str, float], Field(min_length=1)]
 
 
 def describe(weights: dict[str, float]) -> str:

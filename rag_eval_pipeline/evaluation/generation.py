@@ -10,7 +10,7 @@ answer; other questions get no row for them (not an error).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,9 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.judges.criteria import NEEDS_LLM, Criterion
 from rag_eval_pipeline.judges.heuristics import is_noncommittal
 from rag_eval_pipeline.judges.judge import COMMON_COLUMNS, Judge, LLMJudge
+from rag_eval_pipeline.judges.metrics import METRICS
+from rag_eval_pipeline.judges.metrics.faithfulness import NO_CLAIMS
+from rag_eval_pipeline.judges.spec import FRAME_COLUMNS, frame_inputs
 from rag_eval_pipeline.metrics.embedding import context_relevance
 from rag_eval_pipeline.metrics.ragas import rowwise_cosine
 from rag_eval_pipeline.metrics.text import (
@@ -38,10 +41,7 @@ from rag_eval_pipeline.systems.retrievers import document_texts
 JUDGMENT_COLUMNS = ["system", "query_id", "metric", *COMMON_COLUMNS, "details"]
 REFUSAL_METRIC = "refusal_rate"
 REFUSAL_DETAILS = json.dumps({"refusal": True})
-NO_CLAIMS = "no claims"
 REFUSAL_DETECTOR = "refusal phrases (judges.heuristics.is_noncommittal)"
-REFERENCE_FREE = ("faithfulness", "answer_relevance", "answer_relevance_ragas")
-NEEDS_GROUND_TRUTH = ("e2e_score", "context_precision", "context_recall", "answer_correctness")
 TEXT_SCORERS = {
     "rouge1_f": "rouge-score",
     "rouge2_f": "rouge-score",
@@ -52,40 +52,6 @@ TEXT_SCORERS = {
     "citation": "citations [n] vs qrels",
 }
 CITATION_METRICS = ("citation_precision", "citation_recall", "citation_f1")
-
-JudgeCall = Callable[[Judge, pd.DataFrame, bool], pd.DataFrame]
-JUDGE_CALLS: dict[str, JudgeCall] = {
-    "faithfulness": lambda j, f, c: j.faithfulness(
-        f["question"].tolist(), f["contexts"].tolist(), f["answer"].tolist(), use_cache=c
-    ),
-    "answer_relevance": lambda j, f, c: j.answer_relevance(
-        f["question"].tolist(), f["answer"].tolist(), use_cache=c
-    ),
-    "coherence": lambda j, f, c: j.coherence(
-        f["question"].tolist(), f["answer"].tolist(), use_cache=c
-    ),
-    "answer_relevance_ragas": lambda j, f, c: j.answer_relevance_ragas(
-        f["question"].tolist(), f["answer"].tolist(), use_cache=c
-    ),
-    "e2e_score": lambda j, f, c: j.e2e_score(
-        f["question"].tolist(),
-        f["answer"].tolist(),
-        f["ground_truth_answer"].tolist(),
-        use_cache=c,
-    ),
-    "context_precision": lambda j, f, c: j.context_precision(
-        f["question"].tolist(),
-        f["contexts"].tolist(),
-        f["ground_truth_answer"].tolist(),
-        use_cache=c,
-    ),
-    "context_recall": lambda j, f, c: j.context_recall(
-        f["contexts"].tolist(), f["ground_truth_answer"].tolist(), use_cache=c
-    ),
-    "answer_correctness": lambda j, f, c: j.answer_correctness(
-        f["answer"].tolist(), f["ground_truth_answer"].tolist(), use_cache=c
-    ),
-}
 
 
 def ideal_contexts(dataset: GoldenDataset) -> pd.DataFrame:
@@ -168,7 +134,8 @@ def refusals(answers: pd.Series) -> np.ndarray:
 def judge_answers(
     frame: pd.DataFrame, judge: Judge, metrics: Sequence[str], *, use_cache: bool = True
 ) -> pd.DataFrame:
-    """Long judgments of `metrics` (names of `JUDGE_CALLS`) for every answered row.
+    """Long judgments of `metrics` (names in `judges.metrics.METRICS`) for every answered row;
+    a metric with a ground-truth input only for the rows that have one.
 
     A refusal (`refusals`, or an answer in which the judge itself found no claim: the LLM
     judge's refusal verdict) has no claims to check, so its faithfulness row has no score and
@@ -176,25 +143,18 @@ def judge_answers(
     and counted in `refusal_rate` (`refusal_scores`), never in the judge's error rate.
     """
     parts = []
-    for metric in metrics:
-        rows = _with_ground_truth(frame) if metric in NEEDS_GROUND_TRUTH else frame
+    for name in metrics:
+        metric = METRICS[name]
+        rows = _with_ground_truth(frame) if metric.needs_ground_truth else frame
         if rows.empty:
             continue
-        judged = _long(rows, metric, JUDGE_CALLS[metric](judge, rows, use_cache))
-        if metric == "faithfulness":
+        judged = _long(rows, name, judge.score(metric, frame_inputs(rows), use_cache=use_cache))
+        if name == "faithfulness":
             declined = refusals(rows["answer"]) | (judged["error"] == NO_CLAIMS).to_numpy()
             judged.loc[declined, ["score", "error"]] = [np.nan, None]
             judged.loc[declined, "details"] = REFUSAL_DETAILS
         parts.append(judged)
     return _concat(parts)
-
-
-CRITERION_COLUMNS = {
-    "question": "question",
-    "answer": "answer",
-    "contexts": "contexts",
-    "ground_truth": "ground_truth_answer",
-}
 
 
 def judge_criteria(
@@ -205,15 +165,13 @@ def judge_criteria(
     one whose input `frame` lacks (e.g. `contexts` of a traffic log without them)."""
     parts, not_computed = [], {}
     for criterion in criteria:
-        columns = [CRITERION_COLUMNS[i] for i in criterion.inputs]
-        absent = [c for c in columns if c not in frame.columns]
+        absent = [FRAME_COLUMNS[i] for i in criterion.inputs if FRAME_COLUMNS[i] not in frame]
         if not isinstance(judge, LLMJudge):
             not_computed[criterion.name] = NEEDS_LLM
         elif absent:
             not_computed[criterion.name] = f"no {', '.join(absent)} to show the judge"
         elif not frame.empty:
-            texts = {i: frame[CRITERION_COLUMNS[i]].tolist() for i in criterion.inputs}
-            scored = judge.criterion(criterion, texts, use_cache=use_cache)
+            scored = judge.score(criterion.metric, frame_inputs(frame), use_cache=use_cache)
             parts.append(_long(frame, criterion.name, scored))
     return _concat(parts), not_computed
 

@@ -5,13 +5,14 @@ Library functions behind the `judge_reliability` and `show_judge_quality` assets
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.evaluation.generation import judge_answers
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.judges.show_judge import ShowJudge
 from rag_eval_pipeline.metrics.agreement import agreement_table, bin_scores
 from rag_eval_pipeline.metrics.classification import binary_classification_metrics
@@ -79,15 +80,27 @@ def _judge_bins(scored: pd.DataFrame) -> np.ndarray:
     return bins
 
 
-# The judge metric compared with each human criterion (criteria without one: raters only).
-CRITERION_JUDGES: dict[str, Callable[[Judge, pd.DataFrame], pd.DataFrame]] = {
-    "faithfulness": lambda judge, labels: judge.faithfulness(
-        labels["question"].tolist(), [[c] for c in labels["context"]], labels["answer"].tolist()
-    ),
-    "relevance": lambda judge, labels: judge.answer_relevance(
-        labels["question"].tolist(), labels["answer"].tolist()
-    ),
+# The judge metric whose scores each human criterion rates (one rule for agreement and PPI).
+CRITERION_METRICS = {
+    "faithfulness": "faithfulness",
+    "relevance": "answer_relevance",
+    "correctness": "answer_correctness",
+    "overall": "e2e_score",
 }
+# The criteria whose raters are compared with the judge (the others: rater with rater only).
+AGREEMENT_CRITERIA = ("faithfulness", "relevance")
+
+
+def _judge_scores(judge: Judge, criterion: str, labels: pd.DataFrame) -> pd.DataFrame:
+    """The judge's scores of the labeled items for `criterion` (the label's context: one chunk)."""
+    items = pd.DataFrame(
+        {
+            "question": labels["question"].to_numpy(),
+            "contexts": [[c] for c in labels["context"]],
+            "answer": labels["answer"].to_numpy(),
+        }
+    )
+    return judge.score(METRICS[CRITERION_METRICS[criterion]], items)
 
 
 def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
@@ -107,8 +120,8 @@ def human_agreement(labels: pd.DataFrame, judge: Judge) -> pd.DataFrame:
         table = labels[raters].astype(float)
         table = table.rename(columns={c: c.removeprefix(prefix) for c in raters})
         columns = list(table.columns)
-        if judged in CRITERION_JUDGES and raters:
-            table = table.assign(judge=_judge_bins(CRITERION_JUDGES[judged](judge, labels)))
+        if judged in AGREEMENT_CRITERIA and raters:
+            table = table.assign(judge=_judge_bins(_judge_scores(judge, judged, labels)))
             columns = ["judge", *columns]
         if len(columns) >= 2:
             pairs = agreement_table(table, columns, labels=LIKERT_LABELS)

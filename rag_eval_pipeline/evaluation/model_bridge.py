@@ -66,7 +66,7 @@ from rag_eval_pipeline.evaluation.corpus_embedding import (
     embed_corpus,
     embedding_quality_rows,
 )
-from rag_eval_pipeline.evaluation.generation import JUDGE_CALLS, judge_criteria
+from rag_eval_pipeline.evaluation.generation import judge_criteria
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
 from rag_eval_pipeline.evaluation.regression import (
     BRIDGED,
@@ -79,6 +79,7 @@ from rag_eval_pipeline.evaluation.traffic import TRAFFIC_TIER
 from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.agreement import bin_scores, cohen_kappa, spearman
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.generators import Generator, OfflineGenerator
@@ -169,7 +170,7 @@ def judge_versions(tables: Mapping[str, pd.DataFrame | None]) -> str | None:
     for spec in ANSWER_TIERS:
         table = tables.get(spec.judgments)
         if table is not None and not table.empty:
-            judged = table[table["metric"].isin(list(JUDGE_CALLS))]
+            judged = table[table["metric"].isin(list(METRICS))]
             versions |= set(judged["judge_version"].dropna().astype(str))
     return ", ".join(sorted(versions)) or None
 
@@ -220,7 +221,7 @@ def rescore(
     judge metrics and declared criteria `judgments` holds, and every other score; only the
     metrics `judgments` holds are kept."""
     stored = set(judgments["metric"])
-    metrics = [m for m in JUDGE_CALLS if m in stored]
+    metrics = [m for m in METRICS if m in stored]
     criteria = [c for c in configured_criteria() if c.name in stored]
     scored = score_answers(
         answers,

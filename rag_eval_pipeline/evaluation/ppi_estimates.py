@@ -20,19 +20,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.generation import NEEDS_GROUND_TRUTH, judge_answers
-from rag_eval_pipeline.evaluation.judging import HUMAN_CRITERIA_PREFIXES
+from rag_eval_pipeline.evaluation.generation import judge_answers
+from rag_eval_pipeline.evaluation.judging import CRITERION_METRICS, HUMAN_CRITERIA_PREFIXES
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, empty_quality
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, PPI_PREFIX, PPIEstimate, ppi_mean
 
-# The judge metric whose mean each human criterion estimates.
-CRITERION_METRICS = {
-    "faithfulness": "faithfulness",
-    "relevance": "answer_relevance",
-    "correctness": "answer_correctness",
-    "overall": "e2e_score",
-}
 LABELED_SYSTEM = "judge_labels"
 
 
@@ -77,7 +71,7 @@ def judged_criteria(labels: pd.DataFrame) -> list[str]:
         criterion
         for criterion, metric in CRITERION_METRICS.items()
         if human_means(labels, criterion).notna().any()
-        and (metric not in NEEDS_GROUND_TRUTH or has_truth)
+        and (not METRICS[metric].needs_ground_truth or has_truth)
     ]
 
 

@@ -9,14 +9,16 @@ name mentions latency, an error or refusal rate, an error count, a cost or a dis
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
+from rag_eval_pipeline.storage.config_files import ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 SCORECARD_COLUMNS = [
@@ -62,6 +64,87 @@ COST_TIER = "cost"
 DEFAULT_TIER_ROLES: dict[str, dict[str, list[str]]] = {COST_TIER: {MONITOR: ["*"]}}
 
 
+def _role(value: Any) -> str:
+    if value not in ROLES:
+        raise ValueError(f"unknown role {value!r} (one of {', '.join(ROLES)})")
+    return str(value)
+
+
+def _system_name(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{value!r} is not a system name")
+    return value
+
+
+def _system_names(value: Any) -> Any:
+    if value is not None and not isinstance(value, list):
+        raise ValueError(f"{value!r} is not a list of system names")
+    return value
+
+
+def _share(value: float) -> float:
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{value!r} is not in (0, 1)")
+    return value
+
+
+def _positive(value: float) -> float:
+    if not value > 0.0:
+        raise ValueError(f"{value!r} is not > 0")
+    return value
+
+
+Role = Annotated[str, BeforeValidator(_role), WithJsonSchema({"enum": list(ROLES)})]
+
+
+class Bands(ConfigModel):
+    """A metric's bands and regression tolerance (also a criterion's `bands`)."""
+
+    excellent: float | None = None
+    good: float | None = None
+    higher_is_better: bool | None = None
+    regression: float | None = None
+    min_change: float | None = None
+
+
+class MetricRule(Bands):
+    """The band and regression settings of one metric (or `prefix*` family), and its role."""
+
+    role: Role | None = None
+
+
+class ThresholdDefaults(ConfigModel):
+    regression: float = 0.05
+
+
+class RoleSettings(ConfigModel):
+    default: Role = SECONDARY
+    baseline_systems: Annotated[
+        list[Annotated[str, BeforeValidator(_system_name)]] | None,
+        BeforeValidator(_system_names),
+    ] = None
+    tiers: dict[str, dict[Role, list[str]]] | None = None
+
+
+class AlertBudget(ConfigModel):
+    primary: Annotated[float, AfterValidator(_share)] = 0.8
+
+
+class ThresholdsFile(ConfigModel):
+    """`config/thresholds.yaml` (docs/verdicts.md): bands, tolerances and roles of metrics."""
+
+    defaults: ThresholdDefaults | None = None
+    roles: RoleSettings | None = None
+    alert_budget: AlertBudget | None = None
+    untested_tolerance: Annotated[float, AfterValidator(_positive)] = 0.2
+    metrics: dict[str, MetricRule] | None = None
+    versions: dict[str, dict[str, MetricRule]] | None = None
+
+
+def _rules(rules: Mapping[str, MetricRule] | None) -> dict[str, dict[str, Any]]:
+    return {name: rule.model_dump(exclude_none=True) for name, rule in (rules or {}).items()}
+
+
 @dataclass(frozen=True)
 class Thresholds:
     """Bands and regression tolerances per metric, with per-version overrides."""
@@ -82,53 +165,18 @@ class Thresholds:
         if not Path(path).exists():
             return cls()
         raw = load_yaml_file(path) or {}
-        roles = raw.get("roles") or {}
-        thresholds = cls(
-            metrics=raw.get("metrics") or {},
-            versions=raw.get("versions") or {},
-            default_regression=float((raw.get("defaults") or {}).get("regression", 0.05)),
-            tier_roles=roles.get("tiers") or {},
-            default_role=roles.get("default", SECONDARY),
-            baseline_systems=roles.get("baseline_systems") or (),
-            primary_share=float((raw.get("alert_budget") or {}).get(PRIMARY, 0.8)),
-            untested_tolerance=float(raw.get("untested_tolerance", 0.2)),
+        settings = validated(ThresholdsFile, raw, path)
+        roles = settings.roles or RoleSettings()
+        return cls(
+            metrics=_rules(settings.metrics),
+            versions={v: _rules(rules) for v, rules in (settings.versions or {}).items()},
+            default_regression=(settings.defaults or ThresholdDefaults()).regression,
+            tier_roles={t: dict(by) for t, by in (roles.tiers or {}).items()},
+            default_role=roles.default,
+            baseline_systems=tuple(roles.baseline_systems or ()),
+            primary_share=(settings.alert_budget or AlertBudget()).primary,
+            untested_tolerance=settings.untested_tolerance,
         )
-        thresholds.check(path)
-        return thresholds
-
-    def check(self, path: Path) -> None:
-        """Raise `ValueError` naming the file, key and value of an unknown role, baseline
-        systems that are not a list of names, or a budget outside (0, 1)."""
-        baselines = self.baseline_systems
-        if not isinstance(baselines, list | tuple):
-            raise ValueError(
-                f"{path}: roles.baseline_systems: {baselines!r} is not a list of system names"
-            )
-        for i, name in enumerate(baselines):
-            if not isinstance(name, str) or not name:
-                raise ValueError(
-                    f"{path}: roles.baseline_systems[{i}]: {name!r} is not a system name"
-                )
-        named = [("roles.default", self.default_role)]
-        named += [
-            (f"roles.tiers.{tier}", role) for tier, by in self.tier_roles.items() for role in by
-        ]
-        for scope, rules in (
-            ("metrics", self.metrics),
-            *((f"versions.{v}", r) for v, r in self.versions.items()),
-        ):
-            named += [(f"{scope}.{m}.role", r["role"]) for m, r in rules.items() if "role" in r]
-        for key, role in named:
-            if role not in ROLES:
-                raise ValueError(
-                    f"{path}: {key}: unknown role {role!r} (one of {', '.join(ROLES)})"
-                )
-        if not 0.0 < self.primary_share < 1.0:
-            raise ValueError(
-                f"{path}: alert_budget.primary: {self.primary_share!r} is not in (0, 1)"
-            )
-        if not self.untested_tolerance > 0.0:
-            raise ValueError(f"{path}: untested_tolerance: {self.untested_tolerance!r} is not > 0")
 
     def role(self, tier: str, system: str, metric: str, version: str) -> str:
         """The role of `metric` of `system`: a `role` in the metric's rule (version overrides

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.judges.criteria import configured_criteria
-from rag_eval_pipeline.judges.metrics import SCORECARD_NAMES
+from rag_eval_pipeline.judges.metrics import scorecard_names
 from rag_eval_pipeline.metrics.stats import summarize
 
 QUALITY_COLUMNS = [
@@ -77,14 +77,14 @@ def summarize_judgments(judgments: pd.DataFrame, tier: str, prefix: str = "avg_"
 
 
 def scorecard_metric(metrics: pd.Series, prefix: str) -> pd.Series:
-    """Judgment metric names as the scorecard shows them: a judge metric's `SCORECARD_NAME`
-    (`judges.metrics.<metric>`, e.g. `avg_faithfulness`); rates (`refusal_rate`) and the
-    criteria declared in `config/criteria.yaml` unchanged, as they are already named as what
-    they are; any other metric (ROUGE, BLEU, ...) `prefix` + name."""
+    """Judgment metric names as the scorecard shows them: a judged metric's `scorecard_name`
+    (`judges.metrics.METRICS`, e.g. `avg_faithfulness`, and the criteria declared in
+    `config/criteria.yaml`, named as declared); rates (`refusal_rate`) unchanged, as they are
+    already named as what they are; any other metric (ROUGE, BLEU, ...) `prefix` + name."""
     names = metrics.astype(str)
-    verbatim = names.str.endswith("_rate") | names.isin([c.name for c in configured_criteria()])
-    generic = names.where(verbatim, prefix + names)
-    return generic.where(~names.isin(SCORECARD_NAMES), names.map(SCORECARD_NAMES))
+    judged = scorecard_names() | {c.name: c.metric.scorecard_name for c in configured_criteria()}
+    generic = names.where(names.str.endswith("_rate"), prefix + names)
+    return generic.where(~names.isin(judged), names.map(judged))
 
 
 def single_values(

@@ -22,20 +22,20 @@ from rag_eval_pipeline.evaluation.generation import (
 from rag_eval_pipeline.evaluation.traffic import sample_candidates
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
+from rag_eval_pipeline.judges.metrics import metrics_for
 from rag_eval_pipeline.systems.retrievers import document_texts
-
-TRAFFIC_JUDGE_METRICS = ("faithfulness", "answer_relevance")
 
 
 def judge_sample(
     sample: pd.DataFrame, judge: Judge, embedder: Embedder
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Long judgments of the sampled interactions (`system, query_id, question, answer,
-    contexts`): `TRAFFIC_JUDGE_METRICS`, context relevance and the traffic tier's declared
-    criteria; and the criteria not computed, with why (`evaluation.generation.judge_criteria`)."""
+    contexts`): the judged metrics of the `traffic` tier (`judges.metrics.metrics_for`),
+    context relevance and the traffic tier's declared criteria; and the criteria not
+    computed, with why (`evaluation.generation.judge_criteria`)."""
     custom, not_computed = judge_criteria(sample, judge, configured_criteria("traffic"))
     parts = [
-        judge_answers(sample, judge, TRAFFIC_JUDGE_METRICS),
+        judge_answers(sample, judge, metrics_for("traffic")),
         context_relevance_rows(sample, embedder),
         custom,
     ]

@@ -24,37 +24,42 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
+from pydantic import AfterValidator, BeforeValidator, Field
 
-from rag_eval_pipeline.judges.metrics import SCORECARD_NAMES
+from rag_eval_pipeline.evaluation.scorecard import Bands
+from rag_eval_pipeline.judges.metrics import BUILT_IN
 from rag_eval_pipeline.judges.parsing import parse_json_object, parse_score
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, as_bool, reply_reason
+from rag_eval_pipeline.judges.replies import (
+    Interpretation,
+    LikertReply,
+    YesNoReply,
+    as_bool,
+    reply_reason,
+)
 from rag_eval_pipeline.judges.replies import field as reply_field
+from rag_eval_pipeline.judges.spec import JudgedMetric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.settings import PROJECT_ROOT
+from rag_eval_pipeline.storage.config_files import ConfigError, ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 CRITERIA_ENV = "RAG_EVAL_CRITERIA"
 DEFAULT_CRITERIA_FILE = PROJECT_ROOT / "config" / "criteria.yaml"
 NEEDS_LLM = "needs an LLM judge"
 DETAIL_COLUMNS: dict[str, str] = {"reason": "str"}
-SCALES = ("1-5", "yes/no")
-INPUTS = ("question", "answer", "contexts", "ground_truth")
-TIERS = ("tier3", "traffic")
-BAND_KEYS = ("excellent", "good", "higher_is_better", "regression", "min_change")
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # Names a criterion cannot take: the built-in judge metrics, their scorecard names, and the
 # prefixes of generated scorecard names.
-RESERVED = frozenset(SCORECARD_NAMES) | frozenset(SCORECARD_NAMES.values())
+RESERVED = frozenset(m.name for m in BUILT_IN) | frozenset(m.scorecard_name for m in BUILT_IN)
 RESERVED_PREFIXES = ("avg_", "ppi_", "classical_")
-_KEYS = ("name", "criterion", "steps", "scale", "inputs", "tiers", "role", "bands")
 LIKERT_LOW, LIKERT_HIGH = 1.0, 5.0
 # Inputs in the order the user message shows them, with their tags.
 _TAGS = {
@@ -131,65 +136,77 @@ class Criterion:
             return float(as_bool(reply_field(payload, "verdict"), "verdict")), None, details
         return payload["score"], None, details
 
+    def interpret_reply(self, payload: dict[str, Any], _: Any = None) -> Interpretation:
+        """`interpret` in the form `JudgedMetric.interpret` takes."""
+        return self.interpret(payload)
+
+    @property
+    def metric(self) -> JudgedMetric:
+        """The criterion as a judged metric: scored by the LLM judge only (no heuristic), named
+        as declared in the judgments and the scorecard."""
+        return JudgedMetric(
+            name=self.name,
+            scorecard_name=self.name,
+            inputs=self.inputs,
+            detail_columns=DETAIL_COLUMNS,
+            prompt=self.prompt,
+            parse=self.parse,
+            interpret=self.interpret_reply,
+            tiers=self.tiers,
+            role=self.role,
+            reply=YesNoReply if self.scale == "yes/no" else LikertReply,
+        )
+
     def rule(self) -> dict[str, Any]:
         """The criterion's threshold rule (its bands, and its role when it has one)."""
         return {**self.bands, **({"role": self.role} if self.role else {})}
 
 
-def _fail(path: Path, key: str, value: Any, expected: str) -> CriteriaError:
-    return CriteriaError(f"{path}: {key} = {value!r}: {expected}")
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(f"{value!r}: expected lower_snake_case, 1-64 characters")
+    if value in RESERVED or value.startswith(RESERVED_PREFIXES):
+        raise ValueError(f"{value!r}: a built-in metric's name or a reserved prefix (avg_, ...)")
+    return value
 
 
-def _strings(path: Path, key: str, value: Any, allowed: Sequence[str] | None) -> tuple[str, ...]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
-        raise _fail(path, key, value, "expected a non-empty list of strings")
-    for item in value:
-        if allowed is not None and item not in allowed:
-            raise _fail(path, key, item, f"expected one of {', '.join(allowed)}")
-    return tuple(value)
+def _words(value: str) -> str:
+    if not value.strip():
+        raise ValueError(f"{value!r}: expected the criterion in words")
+    return value.strip()
 
 
-def _criterion(path: Path, index: int, raw: Any) -> Criterion:
-    where = f"criteria[{index}]"
-    if not isinstance(raw, dict):
-        raise _fail(path, where, raw, "expected a mapping with name, criterion, ...")
-    for key in raw:
-        if key not in _KEYS:
-            raise _fail(path, f"{where}.{key}", raw[key], f"unknown key; known: {', '.join(_KEYS)}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise _fail(path, f"{where}.name", name, "expected lower_snake_case, 1-64 characters")
-    if name in RESERVED or name.startswith(RESERVED_PREFIXES):
-        raise _fail(
-            path, f"{where}.name", name, "a built-in metric's name or a reserved prefix (avg_, ...)"
+class CriterionEntry(ConfigModel):
+    """One criterion of `config/criteria.yaml` (see the module docstring)."""
+
+    name: Annotated[str, BeforeValidator(_name)]
+    criterion: Annotated[str, AfterValidator(_words)]
+    scale: Literal["1-5", "yes/no"] = "1-5"
+    steps: Annotated[list[str], Field(min_length=1)] | None = None
+    inputs: Annotated[
+        list[Literal["question", "answer", "contexts", "ground_truth"]], Field(min_length=1)
+    ] = ("question", "answer")
+    tiers: Annotated[list[Literal["tier3", "traffic"]], Field(min_length=1)] = ("tier3",)
+    role: str | None = None
+    bands: Bands | None = None
+
+    def criterion_of(self) -> Criterion:
+        return Criterion(
+            name=self.name,
+            criterion=self.criterion,
+            scale=self.scale,
+            steps=tuple(self.steps or ()),
+            inputs=tuple(self.inputs),
+            tiers=tuple(self.tiers),
+            role=self.role,
+            bands=self.bands.model_dump(exclude_none=True) if self.bands else {},
         )
-    where = f"criteria[{index}] ({name})"
-    text = raw.get("criterion")
-    if not isinstance(text, str) or not text.strip():
-        raise _fail(path, f"{where}.criterion", text, "expected the criterion in words")
-    scale = str(raw.get("scale", "1-5"))
-    if scale not in SCALES:
-        raise _fail(path, f"{where}.scale", raw.get("scale"), "expected 1-5 or yes/no")
-    bands = raw.get("bands") or {}
-    if not isinstance(bands, dict):
-        raise _fail(path, f"{where}.bands", bands, f"expected a mapping of {', '.join(BAND_KEYS)}")
-    for key, value in bands.items():
-        expected_type = bool if key == "higher_is_better" else (int, float)
-        if key not in BAND_KEYS or not isinstance(value, expected_type):
-            raise _fail(path, f"{where}.bands.{key}", value, f"expected one of {BAND_KEYS}")
-    role = raw.get("role")
-    if role is not None and not isinstance(role, str):
-        raise _fail(path, f"{where}.role", role, "expected a string")
-    return Criterion(
-        name=name,
-        criterion=text.strip(),
-        scale=scale,
-        steps=_strings(path, f"{where}.steps", raw["steps"], None) if "steps" in raw else (),
-        inputs=_strings(path, f"{where}.inputs", raw.get("inputs", ["question", "answer"]), INPUTS),
-        tiers=_strings(path, f"{where}.tiers", raw.get("tiers", ["tier3"]), TIERS),
-        role=role,
-        bands=dict(bands),
-    )
+
+
+class CriteriaFile(ConfigModel):
+    """`config/criteria.yaml`: the criteria the LLM judge scores beside the built-in metrics."""
+
+    criteria: list[CriterionEntry] | None = None
 
 
 def load_criteria(path: Path) -> tuple[Criterion, ...]:
@@ -202,17 +219,15 @@ def load_criteria(path: Path) -> tuple[Criterion, ...]:
         raw = load_yaml_file(path) or {}
     except yaml.YAMLError as exc:
         raise CriteriaError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict) or set(raw) - {"criteria"}:
-        raise _fail(path, "top level", raw, "expected a mapping with one key, criteria")
-    items = raw.get("criteria") or []
-    if not isinstance(items, list):
-        raise _fail(path, "criteria", items, "expected a list of criteria")
-    criteria = tuple(_criterion(path, i, item) for i, item in enumerate(items))
-    names = [c.name for c in criteria]
+    try:
+        entries = validated(CriteriaFile, raw, path).criteria or []
+    except ConfigError as error:
+        raise CriteriaError(str(error)) from None
+    names = [entry.name for entry in entries]
     for name in names:
         if names.count(name) > 1:
-            raise _fail(path, "criteria[].name", name, "declared twice")
-    return criteria
+            raise CriteriaError(f"{path}: criteria[].name = {name!r}: declared twice")
+    return tuple(entry.criterion_of() for entry in entries)
 
 
 def criteria_file() -> Path:

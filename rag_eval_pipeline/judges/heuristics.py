@@ -2,7 +2,8 @@
 
 The offline judge writes, as each row's `raw_reply`, the JSON an LLM judge's reply would hold for
 the same decisions (plus the supports behind them), so failures are inspected the same way. The
-heuristic of each metric lives in its module of `rag_eval_pipeline.judges.metrics`.
+heuristic of each metric lives in its module of `rag_eval_pipeline.judges.metrics`; the helpers
+here batch what several of them do alike.
 """
 
 from __future__ import annotations
@@ -10,13 +11,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
+from rag_eval_pipeline.embedding.sentences import (
+    Sentences,
+    context_sentences,
+    embed_sentences,
+    split_sentences,
+)
 from rag_eval_pipeline.judges.replies import attempt
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 _REFUSAL = re.compile(
     r"\b(?:i\s+(?:do\s+not|don[’']?t)\s+know|i[’']?m\s+not\s+sure|i\s+am\s+not\s+sure"
@@ -77,3 +86,37 @@ def claim_row(
         "n_claims": len(flags),
         f"n_{flag}": sum(flags),
     }
+
+
+def unless(problems: Sequence[Any], groups: Iterable[list[str]]) -> list[list[str]]:
+    """`groups`, emptied for the rows marked in `problems` (nothing to embed for them)."""
+    return [[] if skip else group for skip, group in zip(problems, groups, strict=True)]
+
+
+def first_cosine(left: Sentences, right: Sentences) -> float:
+    """Cosine of the first text of each side (used for whole-text comparisons)."""
+    return float(left.vectors[0] @ right.vectors[0])
+
+
+def error_row(problem: str) -> dict[str, Any]:
+    """The row of an item that is not scored."""
+    return {"score": math.nan, "error": problem}
+
+
+def claim_rows(
+    judge: OfflineJudge,
+    problems: Sequence[str | None],
+    claims: Iterable[list[str]],
+    contexts: Iterable[Any],
+    heuristic: Callable[[Sentences, np.ndarray, float], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Rows of a claims-vs-context metric: per row, the `heuristic` of its claim sentences and
+    of their best support by a sentence of its context (`OfflineJudge.support`)."""
+    claimed = embed_sentences(judge.embedder, unless(problems, claims))
+    evidence = embed_sentences(judge.embedder, unless(problems, map(context_sentences, contexts)))
+    return [
+        error_row(problem)
+        if problem
+        else heuristic(claim, judge.support(claim, context), judge.threshold)
+        for problem, claim, context in zip(problems, claimed, evidence, strict=True)
+    ]

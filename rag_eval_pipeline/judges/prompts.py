@@ -8,7 +8,9 @@ from different prompt versions are never compared silently (the client's reply c
 the rendered prompt, so edited prompts never hit stale replies either).
 
 Judge prompts ask for one JSON object and nothing else; the schema of each reply is spelled out
-in the prompt and read back by the metric's `interpret`:
+in the prompt, declared as the metric's pydantic `reply` model (its JSON Schema is sent as the
+request's `response_format` where the provider enforces one) and read back by the metric's
+`interpret`:
 
 | prompt                    | reply                                                     |
 |---------------------------|-----------------------------------------------------------|

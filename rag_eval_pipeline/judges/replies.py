@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object, parse_score
 from rag_eval_pipeline.metrics.ragas import UndefinedScoreError
@@ -84,3 +86,33 @@ def rubric(payload: dict[str, Any]) -> Interpretation:
     """A parsed rubric reply: its score, with its reason as the `reason` detail."""
     reason = payload.get("reason")
     return payload["score"], None, {"reason": None if reason is None else str(reason)}
+
+
+class RubricReply(BaseModel):
+    """A 0–1 rubric reply."""
+
+    score: float = Field(ge=0.0, le=1.0)
+    reason: str
+
+
+class LikertReply(BaseModel):
+    """A 1–5 rubric reply."""
+
+    score: int = Field(ge=1, le=5)
+    reason: str
+
+
+class YesNoReply(BaseModel):
+    """A yes/no verdict with its reason."""
+
+    verdict: Literal["yes", "no"]
+    reason: str
+
+
+def response_format(name: str, reply: type[BaseModel]) -> dict[str, Any]:
+    """The `response_format` that asks a provider for a reply following `reply`'s JSON Schema
+    (OpenAI's `json_schema` type, which litellm translates for the providers that enforce one)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": reply.model_json_schema()},
+    }

@@ -17,6 +17,7 @@ from typing import Protocol
 import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import loading_seconds
+from rag_eval_pipeline.judges.metrics import faithfulness
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient
 from rag_eval_pipeline.llm.prompts import PromptTemplate, oversized
@@ -88,7 +89,8 @@ class OfflineShowJudge:
         self, questions: Sequence[str], contexts: Sequence[str], answers: Sequence[str]
     ) -> pd.DataFrame:
         start, loading = time.perf_counter(), loading_seconds()
-        scored = self.judge.faithfulness(list(questions), [[c] for c in contexts], list(answers))
+        items = {"question": questions, "contexts": [[c] for c in contexts], "answer": answers}
+        scored = self.judge.score(faithfulness.METRIC, items)
         elapsed = time.perf_counter() - start - (loading_seconds() - loading)  # not the model load
         latency = elapsed * 1000 / max(len(scored), 1)
         decision = [None if pd.isna(s) else bool(s >= self.threshold) for s in scored["score"]]

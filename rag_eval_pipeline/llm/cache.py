@@ -17,19 +17,18 @@ the answers earlier runs were scored on.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from filelock import FileLock
 from upath import UPath
 
 from rag_eval_pipeline.storage.objects import is_local, storage_path
@@ -60,15 +59,19 @@ def cache_key(
     messages: Sequence[Mapping[str, str]],
     temperature: float,
     max_tokens: int | None,
+    response_format: Mapping[str, Any] | None = None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply."""
-    payload = {
+    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply; a
+    request with a `response_format` is another request (without one, the key is unchanged)."""
+    payload: dict[str, Any] = {
         "model": model,
         "api_base": api_base,
         "messages": [dict(message) for message in messages],
         "temperature": temperature,
         "max_tokens": max_tokens,
     }
+    if response_format is not None:
+        payload["response_format"] = dict(response_format)
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -84,20 +87,14 @@ class CachedReply:
     latency_ms: float
 
 
-@contextmanager
-def _exclusive_setup(database: Path) -> Iterator[None]:
-    """Processes opening `database` set it up one at a time (a `flock` on a sibling file).
+def _exclusive_setup(database: Path) -> FileLock:
+    """Processes opening `database` set it up one at a time (a `filelock` on a sibling file).
 
     Switching a new database to WAL takes an exclusive lock for which SQLite may answer
     "database is locked" at once instead of waiting out the busy timeout, so concurrent first
     opens (parallel runs or steps on a fresh cache) would fail without this.
     """
-    descriptor = os.open(database.with_name(database.name + ".setup.lock"), os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
+    return FileLock(database.with_name(database.name + ".setup.lock"))
 
 
 class ReplyCache:

@@ -296,34 +296,56 @@ class LLMClient:
         *,
         use_cache: bool = True,
         on_progress: ProgressCallback | None = None,
+        response_format: Mapping[str, Any] | None = None,
     ) -> list[LLMReply]:
         """One reply per prompt, in order.
 
         `on_progress(done, total)` is called (from the event-loop thread) as replies land.
+        `response_format` (a JSON Schema the reply must follow, OpenAI's `json_schema` type) is
+        sent only where `litellm.supports_response_schema` says the provider enforces it
+        (`sent_format`); elsewhere the prompt alone asks for the shape.
         """
         if not prompts:
             return []
-        return _BACKGROUND_LOOP.run(self._complete_all(prompts, use_cache, on_progress))
+        sent = self.sent_format(response_format)
+        return _BACKGROUND_LOOP.run(self._complete_all(prompts, use_cache, on_progress, sent))
 
-    def uncached(self, prompts: Sequence[Messages]) -> list[Messages]:
+    def sent_format(self, response_format: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """`response_format` when the model's provider enforces a response schema, else None."""
+        if response_format is None:
+            return None
+        try:
+            enforced = _litellm().supports_response_schema(model=self.config.model)
+        except Exception:  # litellm raises for a model it cannot map to a provider
+            enforced = False
+        return dict(response_format) if enforced else None
+
+    def uncached(
+        self, prompts: Sequence[Messages], response_format: Mapping[str, Any] | None = None
+    ) -> list[Messages]:
         """The distinct prompts among `prompts` that the reply cache cannot answer (all of them
         without a cache): what `complete_many` would send."""
-        distinct = {self._key(messages): messages for messages in prompts}
+        sent = self.sent_format(response_format)
+        distinct = {self._key(messages, sent): messages for messages in prompts}
         hits = self._cache.get_many(list(distinct)) if self._cache is not None else {}
         return [messages for key, messages in distinct.items() if key not in hits]
 
-    def forget(self, prompts: Sequence[Messages]) -> None:
-        """Drop the cached replies to `prompts`, so the next run asks again (e.g. a reply that
-        arrived but could not be used: it is recorded as an error row, not kept as an answer)."""
+    def forget(
+        self, prompts: Sequence[Messages], response_format: Mapping[str, Any] | None = None
+    ) -> None:
+        """Drop the cached replies to `prompts` (asked with `response_format`), so the next run
+        asks again (e.g. a reply that arrived but could not be used: it is recorded as an error
+        row, not kept as an answer)."""
         if self._cache is not None and prompts:
-            self._cache.discard([self._key(messages) for messages in prompts])
+            sent = self.sent_format(response_format)
+            self._cache.discard([self._key(messages, sent) for messages in prompts])
 
     def close(self) -> None:
         """Release the cache connection."""
         if self._cache is not None:
             self._cache.close()
 
-    def _key(self, messages: Messages) -> str:
+    def _key(self, messages: Messages, response_format: Mapping[str, Any] | None = None) -> str:
         config = self.config
         return cache_key(
             model=config.model,
@@ -331,6 +353,7 @@ class LLMClient:
             messages=messages,
             temperature=config.temperature,
             max_tokens=config.max_tokens,
+            response_format=response_format,
         )
 
     async def _complete_all(
@@ -338,9 +361,10 @@ class LLMClient:
         prompts: Sequence[Messages],
         use_cache: bool,
         on_progress: ProgressCallback | None,
+        response_format: dict[str, Any] | None = None,
     ) -> list[LLMReply]:
         total = len(prompts)
-        keys = [self._key(messages) for messages in prompts]
+        keys = [self._key(messages, response_format) for messages in prompts]
         replies: list[LLMReply | None] = [None] * total
         if use_cache and self._cache is not None:
             hits = self._cache.get_many(keys)
@@ -363,7 +387,8 @@ class LLMClient:
         async def answer(indices: list[int]) -> tuple[list[int], LLMReply]:
             first = indices[0]
             async with in_progress:
-                return indices, await self._call(keys[first], prompts[first], limit)
+                call = self._call(keys[first], prompts[first], limit, response_format)
+                return indices, await call
 
         tasks = [asyncio.ensure_future(answer(indices)) for indices in groups.values()]
         for finished in asyncio.as_completed(tasks):
@@ -417,10 +442,16 @@ class LLMClient:
             self._limit_loop = loop
         return self._limit, self._in_progress
 
-    async def _call(self, key: str, messages: Messages, limit: AdaptiveLimit) -> LLMReply:
+    async def _call(
+        self,
+        key: str,
+        messages: Messages,
+        limit: AdaptiveLimit,
+        response_format: dict[str, Any] | None = None,
+    ) -> LLMReply:
         """One prompt under the retry policy; it holds an in-flight slot only while attempting."""
         config = self.config
-        request = {
+        request: dict[str, Any] = {
             "model": config.model,
             "messages": [dict(message) for message in messages],
             "api_base": config.api_base,
@@ -430,6 +461,8 @@ class LLMClient:
             "timeout": config.timeout_s,
             "num_retries": 0,
         }
+        if response_format is not None:
+            request["response_format"] = response_format
         epochs: list[int] = []
         started: list[float] = []
         worst_case = self._worst_case_usd(messages)

@@ -1,18 +1,25 @@
 """Aggregation statistics shared by every quality asset.
 
-All functions are pure (numpy / pandas only) and deterministic for a given ``seed``.
+All functions are pure (numpy, pandas and scipy) and deterministic for a given ``seed``. The
+sign test, Fisher's tails, Benjamini–Hochberg and the bootstrap are scipy's; the permutation
+tests are this module's own, because they are measurably better for the verdicts
+(``benchmarks/stats_peers.py``, figures in ``docs/benchmarks.md``): the exact sign-flip test
+enumerates distinct sums by meet-in-the-middle where ``scipy.stats.permutation_test``
+enumerates every sign pattern (infeasible beyond about 20 changed items, and the verdicts
+enumerate up to 40), and both one-sided tails come from one set of seeded draws (scipy draws
+again for each tail, and its draws and tie tolerance differ, so stored p-values would move).
 
 Resampling scheme
 -----------------
-Bootstrap functions draw resample indices from ``numpy.random.default_rng(seed)`` with
-``rng.integers(0, n, size=(chunk, n))``, chunk after chunk, so resample ``r`` is the ``r``-th
-row of one long ``(n_resamples, n)`` index matrix. The matrix is never materialized at once:
-chunks are sized so that one chunk holds at most ``_MAX_CHUNK_ELEMENTS`` indices, which bounds
-memory for large ``n``. The result equals a naive loop calling ``rng.integers(0, n, size=n)``
-once per resample.
+Bootstrap resamples are ``scipy.stats.bootstrap``'s: indices drawn from
+``numpy.random.default_rng(seed)`` with ``rng.integers(0, n, size=(chunk, n))``, chunk after
+chunk, so resample ``r`` is the ``r``-th row of one long ``(n_resamples, n)`` index matrix.
+The matrix is never materialized at once: chunks (scipy's ``batch``) hold at most
+``_MAX_CHUNK_ELEMENTS`` indices, which bounds memory for large ``n``. The result equals a naive
+loop calling ``rng.integers(0, n, size=n)`` once per resample.
 
 Confidence intervals are percentile intervals: the ``(1 - confidence) / 2`` and
-``(1 + confidence) / 2`` quantiles (numpy's default linear interpolation) of the resampled
+``(1 + confidence) / 2`` quantiles (linear interpolation, numpy's default) of the resampled
 means.
 
 Tests come paired (the same items scored twice: :func:`sign_test`,
@@ -31,6 +38,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
 
 __all__ = [
     "SUMMARY_COLUMNS",
@@ -81,15 +89,22 @@ def _chunk_sizes(n_resamples: int, n: int) -> Iterator[int]:
         yield min(chunk, n_resamples - start)
 
 
-def _bootstrap_means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """Means of ``n_resamples`` bootstrap resamples of ``values`` (see module docstring)."""
-    n = values.size
-    rng = np.random.default_rng(seed)
-    chunks = [
-        values[rng.integers(0, n, size=(size, n))].mean(axis=1)
-        for size in _chunk_sizes(n_resamples, n)
-    ]
-    return np.concatenate(chunks)
+def _bootstrap_interval(
+    values: np.ndarray, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float]:
+    """``scipy.stats.bootstrap``'s percentile interval of the mean, drawing its resamples from
+    ``numpy.random.default_rng(seed)`` in chunks of ``_chunk_sizes`` (see module docstring)."""
+    result = scipy_stats.bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=n_resamples,
+        batch=next(_chunk_sizes(n_resamples, values.size)),
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return (float(interval.low), float(interval.high))
 
 
 def bootstrap_ci(
@@ -129,10 +144,7 @@ def bootstrap_ci(
         half_width = NormalDist().inv_cdf(0.5 + confidence / 2.0) * array.std(ddof=1)
         half_width /= math.sqrt(array.size)
         return (float(array.mean() - half_width), float(array.mean() + half_width))
-    means = _bootstrap_means(array, n_resamples, seed)
-    alpha = 1.0 - confidence
-    low, high = np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0])
-    return (float(low), float(high))
+    return _bootstrap_interval(array, confidence, n_resamples, seed)
 
 
 def _paired_differences(a: ArrayLike, b: ArrayLike) -> np.ndarray:
@@ -341,33 +353,15 @@ def sign_test(n_worse: ArrayLike, n_better: ArrayLike) -> np.ndarray:
     information: ``n_worse`` items went the bad way (e.g. 1 → 0 for a hit rate), ``n_better``
     the good way. Under H0 each discordant pair is either with probability 1/2, so the p-value
     of H1 "worse" is ``P(X >= n_worse)`` for ``X ~ Binomial(n_worse + n_better, 1/2)``, the
-    exact binomial tail (``scipy.stats.binomtest(n_worse, n, 0.5, alternative="greater")``).
-    No discordant pair gives 1.0. Computed in log space (log-sum-exp of the binomial
-    coefficients), exact to floating point for any n.
+    exact binomial tail: ``scipy.stats.binomtest(n_worse, n, 0.5, alternative="greater")``,
+    whose ``scipy.stats.binom.sf(n_worse - 1, n, 0.5)`` computes it here for every test at
+    once. No discordant pair gives 1.0.
     """
     worse = np.asarray(n_worse, dtype=np.int64)
     better = np.asarray(n_better, dtype=np.int64)
     if worse.shape != better.shape or (worse < 0).any() or (better < 0).any():
         raise ValueError("n_worse and n_better must be non-negative counts of the same shape")
-    flat_worse, flat_total = worse.ravel(), (worse + better).ravel()
-    log_factorial = _log_factorials(int(flat_total.max(initial=0)))
-    p_values = np.ones(flat_worse.size)
-    for index in np.flatnonzero(flat_total > 0):
-        total, k = int(flat_total[index]), np.arange(flat_worse[index], flat_total[index] + 1)
-        log_terms = log_factorial[total] - log_factorial[k] - log_factorial[total - k]
-        p_values[index] = _tail_probability(log_terms - total * np.log(2.0))
-    return p_values.reshape(worse.shape)
-
-
-def _log_factorials(top: int) -> np.ndarray:
-    """``log(k!)`` for ``k = 0 … top``."""
-    return np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, top + 1)))])
-
-
-def _tail_probability(log_terms: np.ndarray) -> float:
-    """``min(1, Σ exp(log_terms))`` by log-sum-exp (no underflow of tiny terms)."""
-    peak = log_terms.max()
-    return min(1.0, float(np.exp(peak + np.log(np.exp(log_terms - peak).sum()))))
+    return np.asarray(scipy_stats.binom.sf(worse - 1, worse + better, 0.5), dtype=np.float64)
 
 
 def _two_samples(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -381,9 +375,9 @@ def fisher_exact_tails(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     ``K`` ones among all ``n = n_a + n_b`` values, under H0 (one rate for both) the number of ones
     in ``b`` is hypergeometric, ``P(X = x) = C(K, x) · C(n - K, n_b - x) / C(n, n_b)``. For the
     observed ``k_b`` ones, ``p_less = P(X <= k_b)`` (H1: ``b``'s rate is lower) and
-    ``p_greater = P(X >= k_b)``, summed in log space (log-factorials, log-sum-exp), exact to
-    floating point for any n: ``scipy.stats.fisher_exact([[k_b, n_b - k_b], [k_a, n_a - k_a]],
-    alternative="less" / "greater")``. It is the exact permutation test of the difference in
+    ``p_greater = P(X >= k_b)``: ``scipy.stats.hypergeom``'s ``cdf`` and ``sf``, the tails
+    ``scipy.stats.fisher_exact([[k_b, n_b - k_b], [k_a, n_a - k_a]], alternative="less" /
+    "greater")`` sums. It is the exact permutation test of the difference in
     rates, ties included (0/1 values are all ties).
 
     Returns:
@@ -397,18 +391,8 @@ def fisher_exact_tails(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
         return (float("nan"), float("nan"))
     n, n_b = first.size + second.size, second.size
     ones, k_b = int(first.sum() + second.sum()), int(second.sum())
-    log_factorial = _log_factorials(n)
-    x = np.arange(max(0, n_b - (n - ones)), min(ones, n_b) + 1)
-    log_pmf = (
-        log_factorial[ones]
-        - log_factorial[x]
-        - log_factorial[ones - x]
-        + log_factorial[n - ones]
-        - log_factorial[n_b - x]
-        - log_factorial[n - ones - n_b + x]
-        - (log_factorial[n] - log_factorial[n_b] - log_factorial[n - n_b])
-    )
-    return (_tail_probability(log_pmf[x <= k_b]), _tail_probability(log_pmf[x >= k_b]))
+    table = scipy_stats.hypergeom(n, ones, n_b)
+    return (float(table.cdf(k_b)), float(table.sf(k_b - 1)))
 
 
 def fisher_p_floor(n_a: int, n_b: int, ones: int) -> float:
@@ -418,21 +402,8 @@ def fisher_p_floor(n_a: int, n_b: int, ones: int) -> float:
     n = n_a + n_b
     if n_a == 0 or n_b == 0 or ones in (0, n):
         return 1.0
-    log_factorial = _log_factorials(n)
-
-    def log_pmf(x: int) -> float:
-        return float(
-            log_factorial[ones]
-            - log_factorial[x]
-            - log_factorial[ones - x]
-            + log_factorial[n - ones]
-            - log_factorial[n_b - x]
-            - log_factorial[n - ones - n_b + x]
-            - (log_factorial[n] - log_factorial[n_b] - log_factorial[n - n_b])
-        )
-
     low, high = max(0, n_b - (n - ones)), min(ones, n_b)
-    return math.exp(min(log_pmf(low), log_pmf(high)))
+    return float(scipy_stats.hypergeom(n, ones, n_b).pmf([low, high]).min())
 
 
 def quantile_exceedance_tails(a: ArrayLike, b: ArrayLike, q: float) -> tuple[float, float]:
@@ -546,16 +517,18 @@ def benjamini_hochberg(p_values: ArrayLike, weights: ArrayLike | None = None) ->
     """Benjamini–Hochberg adjusted p-values (q-values), optionally weighted.
 
     Unweighted: ``q_(i) = min_{j >= i} min(1, m · p_(j) / j)`` over the ``m`` finite p-values
-    sorted ascending (``scipy.stats.false_discovery_control(method="bh")``); rejecting every
+    sorted ascending (``scipy.stats.false_discovery_control(method="bh")``, which computes
+    them); rejecting every
     test with ``q < α`` keeps the expected share of false discoveries at most α for
     independent or positively dependent tests.
 
     Weighted (Genovese, Roeder & Wasserman, 2006): with weights ``w_i > 0`` averaging 1 over
     the ``m`` tests, the same step-up runs on ``p_i / w_i``, so ``q_i`` is the BH q-value of
-    ``p_i / w_i``. It rejects ``H_(i)`` when ``p_(i) / w_(i) ≤ k · α / m`` for the largest
-    such ``k``; a lone rejection needs ``p_i < α · w_i / m``. FDR ≤ α holds under the same
-    conditions. Weights of 1 give the unweighted q-values. NaN p-values (no test) stay NaN and
-    do not count in ``m``; weights must be positive and finite where p is finite.
+    ``p_i / w_i`` (capped at 1, which changes no q-value: ``m · p / j ≥ p``). It rejects
+    ``H_(i)`` when ``p_(i) / w_(i) ≤ k · α / m`` for the largest such ``k``; a lone
+    rejection needs ``p_i < α · w_i / m``. FDR ≤ α holds under the same conditions. Weights
+    of 1 give the unweighted q-values. NaN p-values (no test) stay NaN and do not count in
+    ``m``; weights must be positive and finite where p is finite.
     """
     p = np.asarray(p_values, dtype=np.float64)
     q = np.full(p.shape, np.nan)
@@ -569,12 +542,7 @@ def benjamini_hochberg(p_values: ArrayLike, weights: ArrayLike | None = None) ->
         if not (np.isfinite(w).all() and (w > 0).all()):
             raise ValueError("weights must be positive and finite for every finite p-value")
         scaled = scaled / w
-    order = np.argsort(scaled, kind="stable")
-    ranked = scaled[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
-    values = np.empty(m)
-    values[order] = adjusted
-    q[finite] = values
+    q[finite] = scipy_stats.false_discovery_control(np.minimum(scaled, 1.0), method="bh")
     return q
 
 

@@ -132,7 +132,10 @@ def _swap_directories(staging: Path, target: Path) -> None:
 
 @contextmanager
 def _exclusive(folder: Path) -> Iterator[None]:
-    """Serialize writers of one folder's entries across threads and processes (flock)."""
+    """Serialize writers of one folder's entries across threads and processes (flock).
+
+    The lock is the folder itself, not a lock file: `filelock` needs a file it can open for
+    writing, which would leave one beside every partition in the warehouse."""
     descriptor = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)

@@ -17,13 +17,15 @@ the reference RAG's, so variants differ only in what they retrieve.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
+from pydantic import BeforeValidator
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.storage.config_files import ConfigModel
 from rag_eval_pipeline.systems.generators import Generator
 from rag_eval_pipeline.systems.rag import ReferenceRag
 from rag_eval_pipeline.systems.retrievers import (
@@ -39,7 +41,6 @@ from rag_eval_pipeline.systems.retrievers import (
 )
 
 FUSION_DEPTH = 100
-VARIANT_KEYS = ("retriever", "top_k", "skip_top", "embedder")
 
 
 class VariantRag(ReferenceRag):
@@ -96,29 +97,6 @@ class RagVariant:
     skip_top: int = 0
     embedder: str | None = None
 
-    @classmethod
-    def from_mapping(cls, name: str, spec: Mapping[str, Any] | None) -> RagVariant:
-        """Parse one `variants:` entry, raising `ValueError` naming the variant and the key."""
-        spec = {} if spec is None else spec
-        if not isinstance(spec, Mapping):
-            raise ValueError(f"variant {name!r}: expected a mapping of {list(VARIANT_KEYS)}")
-        unknown = sorted(set(spec) - set(VARIANT_KEYS))
-        if unknown:
-            raise ValueError(
-                f"variant {name!r}: unknown key(s) {unknown}; allowed: {list(VARIANT_KEYS)}"
-            )
-        retriever = spec.get("retriever", DENSE)
-        if retriever not in RETRIEVERS:
-            raise ValueError(
-                f"variant {name!r}: unknown retriever {retriever!r}; use one of {list(RETRIEVERS)}"
-            )
-        top_k = _integer(name, "top_k", spec.get("top_k", 3), minimum=1)
-        skip_top = _integer(name, "skip_top", spec.get("skip_top", 0), minimum=0)
-        embedder = spec.get("embedder")
-        if embedder is not None and (not isinstance(embedder, str) or not embedder.strip()):
-            raise ValueError(f"variant {name!r}: embedder must be a model path or name")
-        return cls(name, retriever, top_k, skip_top, embedder)
-
     def build(self, embedder: Embedder, corpus: pd.DataFrame, generator: Generator) -> VariantRag:
         """The variant's RAG; `embedder` is used for dense retrieval unless the variant names
         its own model (then a copy of it with that model, sharing its cache folder)."""
@@ -136,9 +114,35 @@ class RagVariant:
         )
 
 
-def _integer(variant: str, key: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(
-            f"variant {variant!r}: {key} must be an integer ≥ {minimum}, got {value!r}"
-        )
+def _retriever(value: Any) -> str:
+    if value not in RETRIEVERS:
+        raise ValueError(f"unknown retriever {value!r}; use one of {list(RETRIEVERS)}")
+    return str(value)
+
+
+def _at_least(minimum: int) -> Callable[[Any], int]:
+    def check(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"must be an integer ≥ {minimum}, got {value!r}")
+        return value
+
+    return check
+
+
+def _model_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a model path or name, got {value!r}")
     return value
+
+
+class VariantEntry(ConfigModel):
+    """One entry of `variants:` in `config/variants.yaml` (see the module docstring)."""
+
+    retriever: Annotated[str, BeforeValidator(_retriever)] = DENSE
+    top_k: Annotated[int, BeforeValidator(_at_least(1))] = 3
+    skip_top: Annotated[int, BeforeValidator(_at_least(0))] = 0
+    embedder: Annotated[str, BeforeValidator(_model_name)] | None = None
+
+    def variant(self, name: str) -> RagVariant:
+        """The configuration this entry names `name`."""
+        return RagVariant(name, self.retriever, self.top_k, self.skip_top, self.embedder)

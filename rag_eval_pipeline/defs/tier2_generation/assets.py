@@ -14,11 +14,11 @@ from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
-    REFERENCE_FREE,
     generate,
     ideal_contexts,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, summarize_judgments
+from rag_eval_pipeline.judges.metrics import metrics_for
 from rag_eval_pipeline.metrics.text import BLEU_SIGNATURE
 
 TIER = "tier2_generation"
@@ -90,7 +90,7 @@ def generation_judgments(
         as_dataset(context, golden_dataset),
         judge,
         model,
-        REFERENCE_FREE,
+        metrics_for("tier2"),
         weights,
         sources="context_doc_ids",
     )

@@ -18,11 +18,11 @@ from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
-    NEEDS_GROUND_TRUTH,
     judge_criteria,
 )
 from rag_eval_pipeline.evaluation.summaries import empty_quality, single_values, summarize_judgments
 from rag_eval_pipeline.judges.criteria import configured_criteria
+from rag_eval_pipeline.judges.metrics import metrics_for
 from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
@@ -33,7 +33,6 @@ from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus
 
 TIER = "tier3_e2e"
-E2E_JUDGE_METRICS = ("faithfulness", "answer_relevance", "coherence", *NEEDS_GROUND_TRUTH)
 
 
 @asset(
@@ -147,7 +146,7 @@ def e2e_judgments(
         as_dataset(context, golden_dataset),
         judge,
         model,
-        E2E_JUDGE_METRICS,
+        metrics_for("tier3"),
         weights,
         with_context_relevance=True,
     )

@@ -15,16 +15,28 @@ similarity = clip(cos(E(a), E(g)), 0, 1), weights (0.75, 0.25) by default
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import BaseModel, Field
 
-from rag_eval_pipeline.embedding.sentences import Sentences
-from rag_eval_pipeline.judges.heuristics import dumps
+from rag_eval_pipeline.embedding.sentences import Sentences, embed_sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import dumps, error_row, unless
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import Interpretation, attempt, list_field
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
-from rag_eval_pipeline.metrics.ragas import answer_correctness, factual_f1
+from rag_eval_pipeline.metrics.ragas import (
+    DEFAULT_CORRECTNESS_WEIGHTS,
+    answer_correctness,
+    factual_f1,
+    rowwise_cosine,
+    validate_weights,
+)
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.embedding.embedder import Embedder
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "answer_correctness"
 SCORECARD_NAME = "avg_answer_correctness"
@@ -49,6 +61,14 @@ ANSWER_CORRECTNESS = PromptTemplate(
     ),
     user="<ground_truth>\n$ground_truth\n</ground_truth>\n\n<answer>\n$answer\n</answer>",
 )
+
+
+class Reply(BaseModel):
+    """The reply `ANSWER_CORRECTNESS` asks for: the statements of each class."""
+
+    tp: list[str] = Field(alias="TP")
+    fp: list[str] = Field(alias="FP")
+    fn: list[str] = Field(alias="FN")
 
 
 def answer_correctness_prompt(answer: str, ground_truth: str) -> Messages:
@@ -98,3 +118,68 @@ def heuristic_row(
         [len(reply[key]) for key in ("TP", "FP", "FN")], similarity, weights
     )
     return {"score": score, "error": error, "raw_reply": dumps(reply), **details}
+
+
+def similarities(
+    embedder: Embedder, texts: Sequence[Texts], sent: Sequence[bool], _: Any
+) -> list[float | None]:
+    """Per row sent to the LLM, the cosine of the answer and ground-truth embeddings clipped to
+    [0, 1] (one batch each); None for the other rows."""
+    rows = [i for i, was_sent in enumerate(sent) if was_sent]
+    cosines = rowwise_cosine(
+        embedder.encode([texts[i]["answer"] for i in rows]),
+        embedder.encode([texts[i]["ground_truth"] for i in rows]),
+    )
+    similarity: list[float | None] = [None] * len(texts)
+    for i, value in zip(rows, np.clip(cosines, 0.0, 1.0).tolist(), strict=True):
+        similarity[i] = value
+    return similarity
+
+
+def offline_rows(
+    judge: OfflineJudge,
+    texts: Sequence[Texts],
+    problems: Problems,
+    weights: tuple[float, float],
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: TP / FP / FN by sentence support, and the similarity of the
+    whole texts."""
+    answers = unless(problems, (split_sentences(row["answer"] or "") for row in texts))
+    truths = unless(problems, (split_sentences(row["ground_truth"] or "") for row in texts))
+    statements = embed_sentences(judge.embedder, answers + truths)
+    whole = embed_sentences(
+        judge.embedder,
+        [[" ".join(a), " ".join(g)] if a else [] for a, g in zip(answers, truths, strict=True)],
+    )
+    rows = []
+    for i, problem in enumerate(problems):
+        if problem:
+            rows.append(error_row(problem))
+            continue
+        answer, truth = statements[i], statements[len(problems) + i]
+        vectors = whole[i].vectors
+        similarity = min(max(float(vectors[0] @ vectors[1]), 0.0), 1.0) if len(whole[i]) else 0.0
+        supports = (judge.support(answer, truth), judge.support(truth, answer))
+        rows.append(heuristic_row(answer, truth, *supports, judge.threshold, similarity, weights))
+    return rows
+
+
+def metric(weights: tuple[float, float] = DEFAULT_CORRECTNESS_WEIGHTS) -> JudgedMetric:
+    """The metric with `weights` (factual F1, similarity)."""
+    validate_weights(weights)
+    return JudgedMetric(
+        name=NAME,
+        scorecard_name=SCORECARD_NAME,
+        inputs=("answer", "ground_truth"),
+        detail_columns=DETAIL_COLUMNS,
+        prompt=lambda texts: answer_correctness_prompt(texts["answer"], texts["ground_truth"]),
+        interpret=lambda payload, similarity: interpret(payload, similarity, weights),
+        context=similarities,
+        heuristic=lambda judge, texts, problems: offline_rows(judge, texts, problems, weights),
+        tiers=("tier3",),
+        parameters=(("weights", tuple(weights)),),
+        reply=Reply,
+    )
+
+
+METRIC = metric()

@@ -10,12 +10,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rag_eval_pipeline.judges.heuristics import rubric_row
+from rag_eval_pipeline.embedding.sentences import embed_sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import (
+    error_row,
+    first_cosine,
+    is_noncommittal,
+    rubric_row,
+    unless,
+)
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import parse_rubric, rubric
+from rag_eval_pipeline.judges.replies import RubricReply, parse_rubric, rubric
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "answer_relevance"
 SCORECARD_NAME = "avg_answer_relevance"
@@ -54,3 +66,40 @@ def heuristic_row(cosine: float | None) -> dict[str, Any]:
     if cosine is None:
         return rubric_row(0.0, "empty or noncommittal answer")
     return rubric_row(min(max(cosine, 0.0), 1.0), f"cosine={cosine:.4f}")
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: the cosine of the question and the whole answer."""
+    skipped = [
+        p or is_noncommittal(row["answer"] or "") for p, row in zip(problems, texts, strict=True)
+    ]
+    questions = embed_sentences(
+        judge.embedder, unless(skipped, ([row["question"]] for row in texts))
+    )
+    answers = embed_sentences(
+        judge.embedder,
+        unless(skipped, ([" ".join(split_sentences(row["answer"] or ""))] for row in texts)),
+    )
+    rows = []
+    for i, problem in enumerate(problems):
+        if problem:
+            rows.append(error_row(problem))
+            continue
+        rows.append(heuristic_row(None if skipped[i] else first_cosine(questions[i], answers[i])))
+    return rows
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("question", "answer"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=lambda texts: answer_relevance_prompt(texts["question"], texts["answer"]),
+    parse=parse,
+    interpret=lambda payload, _: interpret(payload),
+    heuristic=offline_rows,
+    tiers=("tier2", "tier3", "traffic"),
+    reply=RubricReply,
+)

@@ -12,13 +12,14 @@ noncommittal answer (`metrics.ragas.ragas_answer_relevance`, the RAGAS formula).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import BaseModel
 
-from rag_eval_pipeline.embedding.sentences import Sentences
-from rag_eval_pipeline.judges.heuristics import dumps, rounded
+from rag_eval_pipeline.embedding.sentences import Sentences, embed_sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import dumps, error_row, is_noncommittal, rounded, unless
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import (
     Interpretation,
@@ -27,8 +28,13 @@ from rag_eval_pipeline.judges.replies import (
     attempt,
     list_field,
 )
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 from rag_eval_pipeline.metrics.ragas import ragas_answer_relevance
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.embedding.embedder import Embedder
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "answer_relevance_ragas"
 SCORECARD_NAME = "avg_answer_relevance_ragas"
@@ -45,6 +51,13 @@ ANSWER_RELEVANCE_RAGAS = PromptTemplate(
     ),
     user="<answer>\n$answer\n</answer>",
 )
+
+
+class Reply(BaseModel):
+    """The reply `ANSWER_RELEVANCE_RAGAS` asks for."""
+
+    questions: list[str]
+    noncommittal: bool
 
 
 def answer_relevance_ragas_prompt(answer: str, n: int) -> Messages:
@@ -92,3 +105,72 @@ def heuristic_row(
         "n_questions": len(probes),
         "noncommittal": noncommittal,
     }
+
+
+Vectors = Callable[[], tuple[np.ndarray, np.ndarray]]
+
+
+def reply_vectors(
+    embedder: Embedder,
+    texts: Sequence[Texts],
+    _: Sequence[bool],
+    payloads: Sequence[dict[str, Any] | None],
+) -> list[Vectors | None]:
+    """Per row whose reply follows the schema, the embeddings of its question and of the
+    questions written back (all embedded in two batches); None for the other rows."""
+    generated: dict[int, list[str]] = {}
+    for i, payload in enumerate(payloads):
+        if payload is not None:
+            try:
+                generated[i] = generated_questions(payload)[0]
+            except InvalidReplyError:
+                continue
+    rows = sorted(generated)
+    question_vectors = embedder.encode([texts[i]["question"] for i in rows])
+    generated_vectors = embedder.encode([q for i in rows for q in generated[i]])
+    offsets = np.cumsum([0] + [len(generated[i]) for i in rows])
+    vectors: list[Vectors | None] = [None] * len(payloads)
+    for k, i in enumerate(rows):
+        pair = (question_vectors[k], generated_vectors[offsets[k] : offsets[k + 1]])
+        vectors[i] = lambda pair=pair: pair
+    return vectors
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems, n: int
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: the answer's first `n` sentences stand in for the questions."""
+    questions = unless(problems, ([row["question"]] for row in texts))
+    question_vectors = embed_sentences(judge.embedder, questions)
+    answers = (split_sentences(row["answer"] or "")[:n] for row in texts)
+    probes = embed_sentences(judge.embedder, unless(problems, answers))
+    rows = []
+    for i, (problem, row) in enumerate(zip(problems, texts, strict=True)):
+        if problem:
+            rows.append(error_row(problem))
+            continue
+        vector = question_vectors[i].vectors[0]
+        rows.append(heuristic_row(vector, probes[i], is_noncommittal(row["answer"])))
+    return rows
+
+
+def metric(n: int = 3) -> JudgedMetric:
+    """The metric with `n` questions written back per answer."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    return JudgedMetric(
+        name=NAME,
+        scorecard_name=SCORECARD_NAME,
+        inputs=("question", "answer"),
+        detail_columns=DETAIL_COLUMNS,
+        prompt=lambda texts: answer_relevance_ragas_prompt(texts["answer"], n),
+        interpret=interpret,
+        context=reply_vectors,
+        heuristic=lambda judge, texts, problems: offline_rows(judge, texts, problems, n),
+        tiers=("tier2",),
+        parameters=(("n", n),),
+        reply=Reply,
+    )
+
+
+METRIC = metric()

@@ -10,15 +10,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag_eval_pipeline.judges.heuristics import rubric_row
+from rag_eval_pipeline.embedding.sentences import embed_sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import error_row, rubric_row, unless
 from rag_eval_pipeline.judges.parsing import parse_score
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import reply_reason, rubric
+from rag_eval_pipeline.judges.replies import LikertReply, reply_reason, rubric
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "coherence"
 SCORECARD_NAME = "avg_coherence"
@@ -73,3 +79,30 @@ def consecutive_coherence(vectors: np.ndarray) -> tuple[float, str]:
 def heuristic_row(vectors: np.ndarray) -> dict[str, Any]:
     """The offline row from the answer's unit sentence vectors, in order."""
     return rubric_row(*consecutive_coherence(vectors))
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: cosines of the answer's consecutive sentences."""
+    answers = (split_sentences(row["answer"] or "") for row in texts)
+    sentences = embed_sentences(judge.embedder, unless(problems, answers))
+    return [
+        error_row(problem) if problem else heuristic_row(embedded.vectors)
+        for problem, embedded in zip(problems, sentences, strict=True)
+    ]
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("question", "answer"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=lambda texts: coherence_prompt(texts["question"], texts["answer"]),
+    parse=parse,
+    interpret=lambda payload, _: interpret(payload),
+    heuristic=offline_rows,
+    reads=("answer",),
+    tiers=("tier3",),
+    reply=LikertReply,
+)

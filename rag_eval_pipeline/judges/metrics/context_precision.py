@@ -14,17 +14,26 @@ no chunk at all has no score, only the error `no contexts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from rag_eval_pipeline.judges.heuristics import dumps, rounded
+import numpy as np
+from pydantic import BaseModel, Field
+
+from rag_eval_pipeline.embedding.sentences import chunk_sentences, embed_sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import dumps, error_row, rounded, unless
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import Interpretation, InvalidReplyError, as_bool, list_field
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import context_precision
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "context_precision"
 SCORECARD_NAME = "avg_context_precision"
 DETAIL_COLUMNS: dict[str, str] = {"n_contexts": "Int64", "n_relevant": "Int64"}
+NO_TRUTH_CLAIMS = "no ground-truth claims"
 
 CONTEXT_PRECISION = PromptTemplate(
     name="context_precision",
@@ -40,6 +49,12 @@ CONTEXT_PRECISION = PromptTemplate(
         "<context>\n$context\n</context>"
     ),
 )
+
+
+class Reply(BaseModel):
+    """The reply `CONTEXT_PRECISION` asks for: one verdict (1 or 0) per numbered chunk."""
+
+    verdicts: list[Annotated[int, Field(ge=0, le=1)]]
 
 
 def context_precision_prompt(question: str, contexts: Sequence[str], ground_truth: str) -> Messages:
@@ -73,3 +88,48 @@ def heuristic_row(best: Sequence[float], threshold: float) -> dict[str, Any]:
     score, error, details = scored(verdicts)
     reply = {"verdicts": verdicts, "support": [rounded(b) for b in best]}
     return {"score": score, "error": error, "raw_reply": dumps(reply), **details}
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: each chunk's best support of a ground-truth sentence; a ground
+    truth without a sentence (no word) has no score, only the error `no ground-truth claims`."""
+    truths = (split_sentences(row["ground_truth"] or "") for row in texts)
+    truth_sentences = embed_sentences(judge.embedder, unless(problems, truths))
+    chunks = [
+        sentences
+        for problem, row in zip(problems, texts, strict=True)
+        if not problem
+        for sentences in chunk_sentences(row["contexts"])
+    ]
+    evidence = iter(embed_sentences(judge.embedder, chunks))
+    rows = []
+    for i, (problem, row) in enumerate(zip(problems, texts, strict=True)):
+        if problem:
+            rows.append(error_row(problem))
+            continue
+        supports = [judge.support(truth_sentences[i], next(evidence)) for _ in row["contexts"]]
+        if len(truth_sentences[i]) == 0:
+            rows.append(error_row(NO_TRUTH_CLAIMS))
+            continue
+        rows.append(heuristic_row([float(np.max(s)) for s in supports], judge.threshold))
+    return rows
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("question", "contexts", "ground_truth"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=lambda texts: context_precision_prompt(
+        texts["question"], texts["contexts"], texts["ground_truth"]
+    ),
+    interpret=lambda payload, n_chunks: interpret(payload, n_chunks),
+    context=lambda _, texts, *__: [len(row["contexts"]) for row in texts],
+    skip=lambda texts: None if texts["contexts"] else "no contexts",
+    heuristic=offline_rows,
+    reads=("contexts", "ground_truth"),
+    tiers=("tier3",),
+    reply=Reply,
+)

@@ -13,16 +13,21 @@ truth without claims has no score, only the error `no claims`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import BaseModel
 
-from rag_eval_pipeline.embedding.sentences import Sentences
-from rag_eval_pipeline.judges.heuristics import claim_row
+from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
+from rag_eval_pipeline.judges.heuristics import claim_row, claim_rows
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import context_recall
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "context_recall"
 SCORECARD_NAME = "avg_context_recall"
@@ -41,6 +46,17 @@ CONTEXT_RECALL = PromptTemplate(
 )
 
 
+class Claim(BaseModel):
+    claim: str
+    attributed: bool
+
+
+class Reply(BaseModel):
+    """The reply `CONTEXT_RECALL` asks for."""
+
+    claims: list[Claim]
+
+
 def context_recall_prompt(contexts: Sequence[str], ground_truth: str) -> Messages:
     """Ground-truth claims, each marked attributable to the context or not."""
     return CONTEXT_RECALL.render(context=format_contexts(contexts), ground_truth=ground_truth)
@@ -57,3 +73,25 @@ def heuristic_row(claims: Sentences, best: np.ndarray, threshold: float) -> dict
     """The offline row: ground-truth sentence i is attributed when `best[i]` (its best support
     by a context sentence) reaches `threshold`."""
     return claim_row(claims, best, threshold, "attributed", context_recall)
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: the ground truth's sentences checked against the context's."""
+    claims = (split_sentences(row["ground_truth"] or "") for row in texts)
+    contexts = (row["contexts"] for row in texts)
+    return claim_rows(judge, problems, claims, contexts, heuristic_row)
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("contexts", "ground_truth"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=lambda texts: context_recall_prompt(texts["contexts"], texts["ground_truth"]),
+    interpret=lambda payload, _: interpret(payload),
+    heuristic=offline_rows,
+    tiers=("tier3",),
+    reply=Reply,
+)

@@ -11,14 +11,19 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from rag_eval_pipeline.embedding.sentences import word_tokens
-from rag_eval_pipeline.judges.heuristics import rubric_row
+from rag_eval_pipeline.embedding.sentences import embed_sentences, split_sentences, word_tokens
+from rag_eval_pipeline.judges.heuristics import error_row, first_cosine, rubric_row, unless
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import parse_rubric, rubric
+from rag_eval_pipeline.judges.replies import RubricReply, parse_rubric, rubric
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
 
 NAME = "e2e_score"
 SCORECARD_NAME = "avg_e2e_score"
@@ -78,3 +83,40 @@ def heuristic_row(
     overlap = token_f1(answer, ground_truth)
     score = semantic_weight * min(max(cosine, 0.0), 1.0) + (1 - semantic_weight) * overlap
     return rubric_row(score, f"cosine={cosine:.4f}, token_f1={overlap:.4f}")
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: cosine and token F1 of the answer and the ground truth."""
+    answers = [" ".join(split_sentences(row["answer"] or "")) for row in texts]
+    skipped = [p or not a for p, a in zip(problems, answers, strict=True)]
+    answer_vectors = embed_sentences(judge.embedder, unless(skipped, ([a] for a in answers)))
+    truths = ([row["ground_truth"]] for row in texts)
+    truth_vectors = embed_sentences(judge.embedder, unless(skipped, truths))
+    rows = []
+    for i, (problem, row) in enumerate(zip(problems, texts, strict=True)):
+        if problem:
+            rows.append(error_row(problem))
+            continue
+        cosine = None if skipped[i] else first_cosine(answer_vectors[i], truth_vectors[i])
+        answer, truth = row["answer"] or "", row["ground_truth"] or ""
+        rows.append(heuristic_row(cosine, answer, truth, judge.e2e_semantic_weight))
+    return rows
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("question", "answer", "ground_truth"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=lambda texts: e2e_score_prompt(
+        texts["question"], texts["answer"], texts["ground_truth"]
+    ),
+    parse=parse,
+    interpret=lambda payload, _: interpret(payload),
+    heuristic=offline_rows,
+    reads=("answer", "ground_truth"),
+    tiers=("tier3",),
+    reply=RubricReply,
+)

@@ -14,18 +14,24 @@ answer without claims has no score, only the error `no claims`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import BaseModel
 
 from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
-from rag_eval_pipeline.judges.heuristics import claim_row, is_noncommittal
+from rag_eval_pipeline.judges.heuristics import claim_row, claim_rows, is_noncommittal
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
 from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Skip, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import faithfulness_score
 
+if TYPE_CHECKING:
+    from rag_eval_pipeline.judges.offline import OfflineJudge
+
 NAME = "faithfulness"
+NO_CLAIMS = "no claims"
 SCORECARD_NAME = "avg_faithfulness"
 DETAIL_COLUMNS: dict[str, str] = {"n_claims": "Int64", "n_supported": "Int64"}
 
@@ -46,6 +52,17 @@ FAITHFULNESS = PromptTemplate(
         "<answer>\n$answer\n</answer>"
     ),
 )
+
+
+class Claim(BaseModel):
+    claim: str
+    supported: bool
+
+
+class Reply(BaseModel):
+    """The reply `FAITHFULNESS` asks for."""
+
+    claims: list[Claim]
 
 
 def faithfulness_prompt(question: str, contexts: Sequence[str], answer: str) -> Messages:
@@ -69,3 +86,33 @@ def heuristic_row(claims: Sentences, best: np.ndarray, threshold: float) -> dict
     """The offline row: claim i is supported when `best[i]` (its best support by a context
     sentence) reaches `threshold`."""
     return claim_row(claims, best, threshold, "supported", faithfulness_score)
+
+
+def row_prompt(texts: Texts) -> Messages | Skip:
+    """One row's prompt; an empty answer has no claims and is not sent."""
+    if not texts["answer"].strip():
+        return Skip(NO_CLAIMS)
+    return faithfulness_prompt(texts["question"], texts["contexts"], texts["answer"])
+
+
+def offline_rows(
+    judge: OfflineJudge, texts: Sequence[Texts], problems: Problems
+) -> list[dict[str, Any]]:
+    """The offline judge's rows: the answer's sentences checked against the context's."""
+    claims = (offline_claims(row["answer"] or "") for row in texts)
+    contexts = (row["contexts"] for row in texts)
+    return claim_rows(judge, problems, claims, contexts, heuristic_row)
+
+
+METRIC = JudgedMetric(
+    name=NAME,
+    scorecard_name=SCORECARD_NAME,
+    inputs=("question", "contexts", "answer"),
+    detail_columns=DETAIL_COLUMNS,
+    prompt=row_prompt,
+    interpret=lambda payload, _: interpret(payload),
+    heuristic=offline_rows,
+    reads=("contexts", "answer"),
+    tiers=("tier2", "tier3", "traffic"),
+    reply=Reply,
+)
