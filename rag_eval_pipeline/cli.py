@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
     from rag_eval_pipeline.defs.resources import LLMResource
 
-FINGERPRINT_TAG = "rag_eval/fingerprint"
-
 
 def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
@@ -137,8 +135,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Register dataset versions, then materialize the selected assets for each on one date in
     this process, or launch a backfill over a date range (`--from`/`--to`) for the daemon.
 
-    A partition already materialized successfully from the same inputs (its `run_fingerprint`)
-    whose outputs are still in the warehouse is skipped unless ``--force`` is given.
+    A partition that is up to date (`up_to_date.partition_freshness`: the latest materialization
+    of every selected asset carries the current fingerprint of its inputs and reads back) is
+    skipped unless ``--force`` is given.
     """
     if args.dry_run:
         return _dry_run(args)
@@ -568,57 +567,50 @@ def _fingerprint_tags(
     selected_assets: Sequence[str],
     quiet: bool = False,
 ) -> tuple[dict[str, str], str | None]:
-    """The fingerprint tags of `version`'s run on `day`, and the id of a successful run with
-    the same fingerprint whose outputs are still stored (after saying so unless `quiet`), else
-    None."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
-    from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
+    """The fingerprint tags of `version`'s run on `day`, and, when the partition is up to date
+    for `selected_assets` (`up_to_date.partition_freshness`) and ``--force`` is not given, the
+    id of the run that materialized it last (after saying so unless `quiet`), else None."""
     from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.storage.objects import storage_path
-    from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
-    from rag_eval_pipeline.storage.warehouse import WarehouseStore
+    from rag_eval_pipeline.defs.up_to_date import evaluation_freshness, fingerprint_tags
 
-    key = evaluation_partition_key(version, day)
-    fingerprint = partition_fingerprint(
-        version_dir=Path(DatasetsResource().root) / version,
-        version=version,
-        date=day,
-        store=WarehouseStore(WAREHOUSE_URL),
-        selection=selected_assets if args.select else None,
-    )
-    tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
-    if not fingerprint or args.force:
+    tags = fingerprint_tags(DatasetsResource().root, version, day)
+    if args.force:
         return tags, None
-    previous = instance.get_runs(
-        filters=RunsFilter(
-            tags={"dagster/partition": str(key), **tags}, statuses=[DagsterRunStatus.SUCCESS]
-        ),
-        limit=1,
-    )
-    reports = (
-        [report_path(REPORTS_URL, version, day)]
-        if "/".join(evaluation_report.key.path) in selected_assets
-        else []
-    )
-    if previous and outputs_present(
-        storage_path(WAREHOUSE_URL), selected_assets, version, day, files=reports
-    ):
-        if quiet:
-            return tags, previous[0].run_id
+    freshness = evaluation_freshness(instance, version, day, selected_assets, tags)
+    if freshness.up_to_date and not quiet:
         print(
-            f"{key} is up to date: run {previous[0].run_id} materialized it from the "
+            f"{version}|{day} is up to date: run {freshness.run_id} materialized it from the "
             "same data, code and configuration (--force runs it again)"
         )
-        return tags, previous[0].run_id
-    return tags, None
+    return tags, freshness.run_id if freshness.up_to_date else None
 
 
 def backfill_partition_keys(versions: Sequence[str], first: str, last: str) -> list[str]:
     """The partition keys of `versions` on every date from `first` to `last`, both included."""
     days = pd.date_range(first, last, freq="D").strftime("%Y-%m-%d")
     return [f"{version}|{day}" for day in days for version in versions]
+
+
+def _stale_partition_keys(instance: DagsterInstance, keys: Sequence[str]) -> list[str]:
+    """`keys` without the partitions that are up to date (said in one line when there are)."""
+    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.defs.up_to_date import (
+        evaluation_assets,
+        evaluation_freshness,
+        fingerprint_tags,
+    )
+
+    assets, root = evaluation_assets(), DatasetsResource().root
+    stale = [
+        key
+        for key in keys
+        if not evaluation_freshness(
+            instance, *key.split("|", 1), assets, fingerprint_tags(root, *key.split("|", 1))
+        ).up_to_date
+    ]
+    if len(stale) < len(keys):
+        print(f"{len(keys) - len(stale)} partition(s) of the range are up to date: not run again")
+    return stale
 
 
 def _launch_backfill(
@@ -631,7 +623,12 @@ def _launch_backfill(
 
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
 
-    keys = backfill_partition_keys(versions, args.from_date, args.to_date)
+    keys = _stale_partition_keys(
+        instance, backfill_partition_keys(versions, args.from_date, args.to_date)
+    )
+    if not keys:
+        print("every partition of the range is up to date: nothing to backfill")
+        return 0
     command = [
         str(Path(sys.executable).with_name("dagster")),
         "job",
@@ -653,7 +650,7 @@ def _launch_backfill(
     queued = instance.get_runs(filters=RunsFilter(tags={"dagster/backfill": launched.group(1)}))
     print(
         f"backfill {launched.group(1)}: {len(queued)} run(s) queued, one per partition "
-        f"({len(versions)} version(s) x {len(keys) // len(versions)} date(s)).\n"
+        "(the range's partitions that are not up to date).\n"
         "The Dagster daemon executes them, max_concurrent_runs at a time: it runs with `make ui` "
         "(or `dagster-daemon run -w workspace.yaml`).\n"
         f"Watch it at http://127.0.0.1:3000/runs/b/{launched.group(1)} or with "
@@ -862,11 +859,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_date_range(parser, args)
+    from rag_eval_pipeline.storage.parquet import UnreadableFileError
+
     try:
         return int(args.handler(args))
     except UsageError as error:
         print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
         return 2
+    except UnreadableFileError as error:
+        print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
+        return 1
 
 
 def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

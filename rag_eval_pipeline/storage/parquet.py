@@ -52,6 +52,19 @@ class MissingPartitionError(FileNotFoundError):
     """An upstream partition that was never materialized."""
 
 
+class UnreadableFileError(ValueError):
+    """A stored file that is not what was written (truncated, empty, overwritten): one line
+    naming the file, the cause and what to do."""
+
+    def __init__(self, path: object, cause: BaseException) -> None:
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        super().__init__(
+            f"{path} does not read back as Parquet ({type(cause).__name__}: {reason}): "
+            "`rag-eval run --force` for its partition writes it again"
+        )
+        self.path = path
+
+
 def escape_partition_path(partition: str) -> str:
     """`partition` as a path relative to the base, whatever its text: a leading `/` becomes
     `%2F` (joining an absolute path would drop the base) and every whole `..` segment `%2E%2E`
@@ -197,9 +210,12 @@ def _publish_generation(tables: Mapping[str, pd.DataFrame | TableBatches], folde
 def read_parquet(path: UPath) -> pd.DataFrame:
     """Read one Parquet file from a local path, or through the path's fsspec filesystem in one
     request (a consistent snapshot even while a writer replaces the object)."""
-    if is_local(path):
-        return pd.read_parquet(path.path)
-    return pd.read_parquet(io.BytesIO(read_snapshot(path)))
+    try:
+        if is_local(path):
+            return pd.read_parquet(path.path)
+        return pd.read_parquet(io.BytesIO(read_snapshot(path)))
+    except (pa.ArrowException, ValueError) as error:
+        raise UnreadableFileError(path, error) from error
 
 
 def _manifest(tables: Mapping[str, pd.DataFrame | TableBatches]) -> dict[str, list[str]]:

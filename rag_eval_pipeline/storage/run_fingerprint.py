@@ -3,11 +3,11 @@
 A partition's outputs are a function of the dataset version's files, this package's code, the
 configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
 the embedding model's weights (`embedding.weights`: a model changed in place under the same path
-changes the fingerprint), the asset selection and the scorecards stored for the version's
+changes the fingerprint) and the scorecards stored for the version's
 earlier dates (the regression baseline). The embedding and judge caches already make model calls
-on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when the same
-partition was already materialized successfully from identical inputs and its outputs are still
-in the warehouse.
+on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when what is
+stored for the partition was materialized from identical inputs (`defs/up_to_date.py`: the
+fingerprint is recorded on every materialization and compared with the latest one).
 
 A user callable or HTTP service as system under test (``RAG_EVAL_SYSTEM=callable|http``, or
 ``system: callable|http`` in the version's ``dataset.yaml``) can change behind any fingerprint,
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from upath import UPath
@@ -81,7 +81,6 @@ def partition_fingerprint(
     version: str,
     date: str,
     store: WarehouseStore,
-    selection: Sequence[str] | None,
     environ: Mapping[str, str] = os.environ,
 ) -> str | None:
     """The fingerprint of one partition's inputs, or None when they cannot be fingerprinted."""
@@ -95,7 +94,6 @@ def partition_fingerprint(
         f"config={config_digest()}",
         f"env={environment_items(environ)!r}",
         f"embedder={embedder_weights(environ)}",
-        f"selection={sorted(selection) if selection else 'all'}",
         f"staged_change={manifest.change_active(date)}",
         f"baseline={baseline_digest(store, version, date, environ.get(BASELINE_VERSION_ENV))}",
     ]
