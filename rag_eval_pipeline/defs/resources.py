@@ -29,6 +29,7 @@ from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.endpoint import endpoint_digest
 from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
@@ -192,9 +193,11 @@ class LLMResource(ConfigurableResource):
 
     @property
     def identity(self) -> str:
-        """What determines the replies (as in the reply cache's key): model and sampling; an
-        estimate-only resource's stand-in replies are marked, so no result is reused across."""
-        identity = f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
+        """What determines the replies (as in the reply cache's key): model, the endpoint's
+        digest and sampling; an estimate-only resource's stand-in replies are marked, so no
+        result is reused across."""
+        endpoint = endpoint_digest(self.model, self.api_base)
+        identity = f"{self.model}|{endpoint}|t={self.temperature}|max_tokens={self.max_tokens}"
         return f"{identity}|estimate-only" if self.estimate_only else identity
 
     def client(self) -> LLMClient:

@@ -5,9 +5,11 @@
 SQLite cannot live) each reply is one JSON object ``<cache_dir>/replies/<key[:2]>/<key>.json``,
 written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins.
 Both are keyed by `cache_key`, the SHA-256 of the
-canonical JSON of everything that determines a reply at a fixed temperature: model, api_base,
-messages, temperature and max_tokens. The API key is deliberately not part of the key (rotating a
-key must not invalidate the cache) and is never stored.
+canonical JSON of everything that determines a reply at a fixed temperature: model, the endpoint
+litellm will really call (`llm.endpoint.endpoint_digest`: the `api_base`, or the provider's own
+variables such as `OPENAI_API_BASE`, hashed), messages, temperature and max_tokens. A reply is
+never reused across endpoints. The API key is deliberately not part of the key (rotating a key
+must not invalidate the cache) and is never stored.
 
 The database runs in WAL mode with a busy timeout, so concurrent processes (parallel Dagster
 steps) read and write it safely. Within a process one connection is shared behind a lock. The first
@@ -56,15 +58,16 @@ CREATE TABLE IF NOT EXISTS replies (
 def cache_key(
     *,
     model: str,
-    api_base: str | None,
+    endpoint: str,
     messages: Sequence[Mapping[str, str]],
     temperature: float,
     max_tokens: int | None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply."""
+    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply;
+    `endpoint` is the digest of the endpoint called (`llm.endpoint.endpoint_digest`)."""
     payload = {
         "model": model,
-        "api_base": api_base,
+        "endpoint": endpoint,
         "messages": [dict(message) for message in messages],
         "temperature": temperature,
         "max_tokens": max_tokens,
