@@ -39,7 +39,13 @@ from rag_eval_pipeline.settings import (
 )
 
 if TYPE_CHECKING:
-    from dagster import AssetKey, DagsterInstance, Definitions
+    from dagster import (
+        AssetKey,
+        DagsterInstance,
+        Definitions,
+        ExecuteInProcessResult,
+        JobDefinition,
+    )
 
     from rag_eval_pipeline.defs.resources import LLMResource
 
@@ -427,7 +433,6 @@ def _materialize_date(
     run after another, here; `compact` prints one line per partition (a range of days)."""
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.run_cost import tag_run_cost
     from rag_eval_pipeline.defs.run_ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
@@ -451,16 +456,20 @@ def _materialize_date(
         keys = ", ".join(f"{version}|{day}" for version, _ in pending)
         print(f"materializing {keys} ...", flush=True)
     owner = RunOwner.current().tags()
-    failed = []
+    failed, refused = [], []
     for version, tags in pending:
-        result = job.execute_in_process(
-            partition_key=evaluation_partition_key(version, day),
-            instance=instance,
+        run_config = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
+        result = _execute_held(
+            instance,
+            job,
+            f"{version}|{day}",
             asset_selection=selection,
-            raise_on_error=False,
             tags={**tags, **owner},
-            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
+            run_config=run_config,
         )
+        if result is None:
+            refused.append(version)
+            continue
         if not compact or not result.success:
             print(
                 f"  {'ok' if result.success else 'FAILED'}: {version}|{day}, run {result.run_id}",
@@ -472,20 +481,44 @@ def _materialize_date(
             failed.append(version)
     gated = _print_summary(
         instance,
-        versions,
+        [version for version in versions if version not in refused],
         day,
         run_ids,
         REGRESSIONS_ASSET in selected_assets,
         compact,
         failed,
     )
-    if failed:
-        print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
+    if failed or refused:
+        if failed:
+            print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     if gated and args.fail_on_regression:
         print(f"--fail-on-regression: {', '.join(gated)}", file=sys.stderr)
         return 3
     return 0
+
+
+def _execute_held(
+    instance: DagsterInstance, job: JobDefinition, partition_key: str, **options: Any
+) -> ExecuteInProcessResult | None:
+    """Execute `job` on `partition_key` here while holding the partition
+    (`partition_lock.partition_held`); None, after one line on standard error, when another run
+    of it is in progress."""
+    from rag_eval_pipeline.defs.partition_lock import PartitionBusyError, partition_held
+    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+
+    version, day = partition_key.split("|", 1)
+    try:
+        with partition_held(instance, _ensure_dagster_home(), partition_key):
+            return job.execute_in_process(
+                partition_key=evaluation_partition_key(version, day),
+                instance=instance,
+                raise_on_error=False,
+                **options,
+            )
+    except PartitionBusyError as busy:
+        print(terminal_text(str(busy)), file=sys.stderr, flush=True)
+        return None
 
 
 class UsageError(Exception):
