@@ -103,11 +103,13 @@ def _ensure_dagster_home() -> Path:
 
 def open_instance() -> DagsterInstance:
     """The persistent instance, created under a file lock so that two first uses of a fresh
-    `DAGSTER_HOME` do not race on creating its databases' schema."""
+    `DAGSTER_HOME` do not race on creating its databases' schema, with its concurrency pools
+    (`pools.ensure_pools`: on PostgreSQL, two runs creating a pool at once fail one)."""
     from dagster import DagsterInstance
     from filelock import FileLock
 
     from rag_eval_pipeline.defs.partitions import DATASET_VERSION
+    from rag_eval_pipeline.defs.pools import ensure_pools
 
     home = _ensure_dagster_home()
     with FileLock(home / ".rag-eval-instance.lock"):
@@ -116,6 +118,7 @@ def open_instance() -> DagsterInstance:
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions(DATASET_VERSION)
         instance.all_instigator_state()
+        ensure_pools(instance)
     return instance
 
 

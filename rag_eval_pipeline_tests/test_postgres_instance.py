@@ -43,7 +43,7 @@ from sqlalchemy.engine import make_url
 
 from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.defs.partitions import evaluation_partition_key
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
@@ -196,6 +196,37 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
         assert f"{VERSION}|{other_day} is up to date" in output, output
 
 
+def test_two_first_runs_at_once_on_a_fresh_database_both_succeed(deployment: Deployment) -> None:
+    """Two `rag-eval run` whose steps claim the LLM pools, started together from two homes on a
+    database nobody prepared: `rag-eval` creates the pools before it launches, so neither run
+    creates one on its first claim (dagster-io/dagster#33552 failed one of two such runs)."""
+    data_dir = deployment.data_dir
+    homes = [deployment.home("home-a"), deployment.home("home-b")]
+    clis = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
+                *("--dataset-version", VERSION, "--date", day, "--select", "*generation_judgments"),
+            ],
+            env=deployment_env(data_dir, home),
+            cwd=data_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home, day in zip(homes, ["2026-11-20", "2026-11-21"], strict=True)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    with DagsterInstance.from_config(str(homes[0])) as instance:
+        storage = instance.event_log_storage
+        assert {LLM_JUDGE_POOL, LLM_GENERATOR_POOL} <= storage.get_concurrency_keys()
+        limit = instance.global_op_concurrency_default_limit
+        assert storage.get_concurrency_info(LLM_JUDGE_POOL).slot_count == limit == 4
+        runs = instance.get_runs()
+    assert len(runs) == 2 and {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
+
+
 def most_runs_at_once(instance: DagsterInstance, records: list[RunRecord]) -> int:
     """The largest number of `records`' runs in progress at the same moment, as the run queue
     counts them: from the queue's launch (RUN_STARTING) to the run's end."""
@@ -275,9 +306,7 @@ def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
     home = deployment.home("home")
     config = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
     assert config["concurrency"]["pools"]["granularity"] == "op"
-    # The pool's limit set once, as docs/providers.md asks on PostgreSQL: Dagster 1.13 creates a
-    # pool's row from `default_limit` when a step first claims it, and two runs doing so at the
-    # same instant can fail one of them (InFailedSqlTransaction, dagster-io/dagster#33552).
+    # The pool's limit lowered to POOL_LIMIT by hand, as an operator does at run time.
     subprocess.run(
         [str(BIN / "dagster"), "instance", "concurrency", "set", LLM_JUDGE_POOL, str(POOL_LIMIT)],
         env={**os.environ, "DAGSTER_HOME": str(home)},
