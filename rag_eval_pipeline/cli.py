@@ -187,13 +187,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_upstream_stored(defs, selection, versions, days)
     if args.parallel > 1 and len(versions) > 1:
         code = _run_side_by_side(versions, args)
-        _print_next_steps(versions, days)
+        _print_next_steps(instance, versions, days)
         return code
     code = 0
     for day in days:
         code = max(code, _materialize_date(instance, versions, args, selection, day, len(days) > 1))
     if not args.quiet_end:
-        _print_next_steps(versions, days)
+        _print_next_steps(instance, versions, days)
     return code
 
 
@@ -385,11 +385,21 @@ def last_days(count: int) -> list[str]:
     return [d.strftime("%Y-%m-%d") for d in pd.date_range(end=_today(), periods=count, freq="D")]
 
 
-def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
-    """Where the report is and what to try next (the last lines `rag-eval run` prints)."""
+def _print_next_steps(
+    instance: DagsterInstance, versions: Sequence[str], days: Sequence[str]
+) -> None:
+    """Where the report is and what to try next (the last lines `rag-eval run` prints); a
+    partition whose latest run failed shows no report (the one stored is an older run's)."""
+    from dagster import DagsterRunStatus, RunsFilter
+
     from rag_eval_pipeline.defs.report.assets import report_path
 
-    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions]
+    def latest_run_failed(version: str) -> bool:
+        tags = {"dagster/partition": f"{version}|{days[-1]}"}
+        latest = instance.get_runs(filters=RunsFilter(tags=tags), limit=1)
+        return bool(latest) and latest[0].status != DagsterRunStatus.SUCCESS
+
+    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions if not latest_run_failed(v)]
     present = [path for path in reports if path.exists()]
     if present:
         print("\nreports:")
@@ -895,6 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_date_range(parser, args)
+    from rag_eval_pipeline.storage.machine import machine_failure_line
     from rag_eval_pipeline.storage.parquet import UnreadableFileError
 
     try:
@@ -904,6 +915,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except UnreadableFileError as error:
         print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
+        return 1
+    except Exception as error:
+        line = machine_failure_line(error, os.environ.get("DAGSTER_HOME"))
+        if line is None:
+            raise
+        print(terminal_text(f"rag-eval {args.command}: {line}"), file=sys.stderr)
         return 1
 
 

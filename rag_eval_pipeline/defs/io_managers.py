@@ -26,6 +26,7 @@ from dagster import (
 from pydantic import Field
 from upath import UPath
 
+from rag_eval_pipeline.defs.machine_failures import machine_failures_fail_the_step
 from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.defs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
 from rag_eval_pipeline.settings import WAREHOUSE_URL
@@ -63,9 +64,11 @@ class ParquetIOManager(UPathIOManager):
 
     def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
         if isinstance(obj, pd.DataFrame | TableBatches):
-            write_parquet_atomically(obj, path)
+            with machine_failures_fail_the_step(path):
+                write_parquet_atomically(obj, path)
         elif isinstance(obj, Mapping):
-            write_tables_atomically(obj, path.with_suffix(""))
+            with machine_failures_fail_the_step(path.with_suffix("")):
+                write_tables_atomically(obj, path.with_suffix(""))
         else:
             raise TypeError(
                 f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or "

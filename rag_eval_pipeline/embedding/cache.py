@@ -21,6 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from rag_eval_pipeline.storage.machine import cache_write, machine_failure_line
 from rag_eval_pipeline.storage.objects import (
     is_local,
     read_snapshot,
@@ -86,8 +87,15 @@ class EmbeddingCache:
         if fcntl is None or not is_local(self.directory):
             yield
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.directory.path + "/.lock", "a") as lock:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            lock = open(self.directory.path + "/.lock", "a")  # noqa: SIM115 (closed below)
+        except OSError as error:
+            if machine_failure_line(error) is None:
+                raise
+            yield  # a cache nobody can write: nothing to serialize
+            return
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 yield
@@ -101,8 +109,9 @@ class EmbeddingCache:
         shard_name = f"{uuid.uuid4().hex}.npz"
         buffer = io.BytesIO()
         np.savez(buffer, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
-        write_atomically(
-            self.directory / shard_name, lambda handle: handle.write(buffer.getvalue())
-        )
+        with cache_write("embedding cache", self.directory):
+            write_atomically(
+                self.directory / shard_name, lambda handle: handle.write(buffer.getvalue())
+            )
         self._vectors.update(zip(keys, vectors.astype(np.float32), strict=True))
         self._loaded_shards.add(shard_name)

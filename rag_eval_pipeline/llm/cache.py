@@ -34,6 +34,7 @@ from typing import Protocol
 
 from upath import UPath
 
+from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 CACHE_FILENAME = "llm_cache.sqlite3"
@@ -136,8 +137,9 @@ class ReplyCache:
         return found
 
     def put(self, key: str, reply: CachedReply, *, model: str) -> None:
-        """Store a reply unless the key already has one (first reply wins)."""
-        with self._lock:
+        """Store a reply unless the key already has one (first reply wins); on a full or
+        read-only disk it is not stored (one warning, `storage.machine.cache_write`)."""
+        with self._lock, cache_write("LLM reply cache", self.path):
             self._connection.execute(
                 "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
