@@ -35,6 +35,7 @@ from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
 from rag_eval_pipeline.storage.objects import (
+    current_umask,
     is_local,
     read_snapshot,
     remove_stale_temporaries,
@@ -168,9 +169,11 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], p
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
     staging = Path(
         tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     )
+    staging.chmod(0o777 & ~current_umask())
     try:
         for name, frame in tables.items():
             with open(staging / f"{name}.parquet", "wb") as handle:
