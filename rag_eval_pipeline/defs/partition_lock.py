@@ -24,6 +24,7 @@ from dagster import DagsterInstance, DagsterRun, DagsterRunStatus, RunsFilter
 from filelock import FileLock, Timeout
 
 PARTITION_TAG = "dagster/partition"
+VERSION_TAG = "dagster/partition/dataset_version"
 LOCKS_FOLDER = ".partition-locks"
 # A queued run is not in progress: the queue's tag limit holds it while this one runs.
 IN_PROGRESS = [DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING]
@@ -70,3 +71,13 @@ def _refusal(partition_key: str, holder: str) -> str:
         f"{partition_key} is already being evaluated by {holder}: not run twice "
         "(run again once it has ended; an up-to-date partition is then skipped)"
     )
+
+
+def versions_in_progress(instance: DagsterInstance, exclude_run: str | None = None) -> set[str]:
+    """The dataset versions with a run in progress (other than `exclude_run`)."""
+    runs = instance.get_runs(filters=RunsFilter(statuses=IN_PROGRESS))
+    return {
+        run.tags[VERSION_TAG]
+        for run in runs
+        if run.run_id != exclude_run and VERSION_TAG in run.tags
+    }
