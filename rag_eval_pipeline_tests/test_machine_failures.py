@@ -16,10 +16,14 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 
+from rag_eval_pipeline.llm.cache import open_reply_cache
+from rag_eval_pipeline.storage import machine
 from rag_eval_pipeline.storage.machine import machine_failure_line
+from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 
 VERSION = "demo-v1"
@@ -120,3 +124,19 @@ def test_a_full_dagster_home_is_one_line(tmp_path: Path, full_disk: Path) -> Non
     assert completed.returncode == 1
     assert completed.stderr.count("\n") == 1, completed.stderr
     assert completed.stderr.startswith(f"rag-eval run: machine failure: {full_disk}")
+
+
+def test_caches_on_a_full_disk_warn_once_and_go_on(
+    full_disk: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(machine, "_WARNED", set())
+    assert open_reply_cache(full_disk / "llm") is None
+    results = ResultCache(full_disk / "results")
+    frame = pd.DataFrame({"text": ["x" * 100_000]})
+    results.put("a" * 40, frame)
+    results.put("b" * 40, frame)
+    assert results.get("a" * 40) is None
+    warned = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(warned) == 2, warned  # once per cache, not once per entry
+    assert warned[0].startswith("LLM reply cache not written") and "SQLite" in warned[0]
+    assert warned[1].startswith("result cache not written") and "no space left" in warned[1]

@@ -226,7 +226,13 @@ class ReplyStore(Protocol):
     def close(self) -> None: ...
 
 
-def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore:
-    """The reply cache at `location`: SQLite on a local disk, objects on an object store."""
+def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore | None:
+    """The reply cache at `location`: SQLite on a local disk, objects on an object store; None
+    (after one warning, `storage.machine.cache_write`) when a full, read-only or forbidden disk
+    keeps it from opening: the replies are then not cached."""
     directory = storage_path(location)
-    return ReplyCache(Path(directory.path)) if is_local(directory) else ObjectReplyCache(directory)
+    if not is_local(directory):
+        return ObjectReplyCache(directory)
+    with cache_write("LLM reply cache", directory.path):
+        return ReplyCache(Path(directory.path))
+    return None
