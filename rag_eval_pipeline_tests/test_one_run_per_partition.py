@@ -30,14 +30,16 @@ DATE = "2026-11-12"
 RUN = ["run", "--dataset-version", VERSION, "--date", DATE, "--select", "*retrieval_metrics"]
 
 
-def started_run(home: Path, deadline_s: float = 120.0) -> str:
-    """The id of the first run of the partition to reach STARTED in the instance at `home`."""
+def started_run(
+    home: Path, partition_key: str = f"{VERSION}|{DATE}", deadline_s: float = 120.0
+) -> str:
+    """The id of the first run of `partition_key` to reach STARTED in the instance at `home`."""
     stop = time.monotonic() + deadline_s
     with DagsterInstance.from_config(str(home)) as instance:
         while time.monotonic() < stop:
             runs = instance.get_runs(
                 RunsFilter(
-                    tags={"dagster/partition": f"{VERSION}|{DATE}"},
+                    tags={"dagster/partition": partition_key},
                     statuses=[DagsterRunStatus.STARTED],
                 )
             )

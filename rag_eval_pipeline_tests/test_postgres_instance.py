@@ -52,6 +52,7 @@ from rag_eval_pipeline_tests.conftest import (
     stop_process_group,
 )
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_one_run_per_partition import started_run
 from rag_eval_pipeline_tests.test_run_ownership import (
     BIN,
     VERSION,
@@ -63,6 +64,11 @@ from rag_eval_pipeline_tests.test_run_ownership import (
     wait_for,
 )
 
+PARTITION_RUN_KEY = f"{VERSION}|2026-11-22"
+PARTITION_RUN = [
+    *("run", "--dataset-version", VERSION, "--date", "2026-11-22"),
+    *("--select", "*retrieval_metrics"),
+]
 POSTGRES_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.postgres.yaml"
 BACKFILL_DATES = [f"2026-11-{day}" for day in range(15, 20)]  # one more than run at once
 MAX_CONCURRENT_RUNS = 4
@@ -225,6 +231,34 @@ def test_two_first_runs_at_once_on_a_fresh_database_both_succeed(deployment: Dep
         assert storage.get_concurrency_info(LLM_JUDGE_POOL).slot_count == limit == 4
         runs = instance.get_runs()
     assert len(runs) == 2 and {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
+
+
+def test_a_partition_in_progress_on_another_machine_is_refused(deployment: Deployment) -> None:
+    """Two homes (two machines: no file lock in common): a `rag-eval run` of a partition whose
+    run is in progress on the other one is refused in one line naming that run."""
+    data_dir = deployment.data_dir
+    homes = [deployment.home("home-a"), deployment.home("home-b")]
+    command = [sys.executable, "-m", "rag_eval_pipeline.cli", *PARTITION_RUN]
+    first = subprocess.Popen(
+        command,
+        env=deployment_env(data_dir, homes[0]),
+        cwd=data_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_id = started_run(homes[0], PARTITION_RUN_KEY)
+        second = subprocess.run(
+            command, env=deployment_env(data_dir, homes[1]), cwd=data_dir, capture_output=True,
+            text=True, timeout=WAIT_S,
+        )  # fmt: skip
+        output, errors = first.communicate(timeout=WAIT_S)
+    finally:
+        first.kill()
+    assert second.returncode == 1 and second.stderr.count("\n") == 1, second.stderr
+    assert f"{PARTITION_RUN_KEY} is already being evaluated by run {run_id}" in second.stderr
+    assert first.returncode == 0, output + errors
 
 
 def most_runs_at_once(instance: DagsterInstance, records: list[RunRecord]) -> int:
