@@ -114,10 +114,14 @@ class ReplyCache:
         self._connection = sqlite3.connect(
             self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
-        with self._lock, _exclusive_setup(self.path):
-            self._connection.execute("PRAGMA journal_mode = WAL")
-            self._connection.execute("PRAGMA synchronous = NORMAL")
-            self._connection.execute(_SCHEMA)
+        try:
+            with self._lock, _exclusive_setup(self.path):
+                self._connection.execute("PRAGMA journal_mode = WAL")
+                self._connection.execute("PRAGMA synchronous = NORMAL")
+                self._connection.execute(_SCHEMA)
+        except BaseException:
+            self._connection.close()  # a cache that could not be set up holds no file open
+            raise
 
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
         """The cached replies among `keys` (missing keys are simply absent from the result)."""
