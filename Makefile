@@ -67,6 +67,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/tier1_scale.py
 	$(BIN)/python benchmarks/pipeline.py
 	$(BIN)/python benchmarks/stats_peers.py
+	$(BIN)/python benchmarks/skip_check.py --date 2026-11-21 demo-v1 demo-v2
 
 clean:
 	rm -rf $(VENV) data/warehouse data/cache .dagster_home

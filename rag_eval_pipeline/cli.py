@@ -41,11 +41,15 @@ from rag_eval_pipeline.settings import (
 from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 if TYPE_CHECKING:
-    from dagster import AssetKey, DagsterInstance, Definitions
+    from dagster import (
+        AssetKey,
+        DagsterInstance,
+        Definitions,
+        ExecuteInProcessResult,
+        JobDefinition,
+    )
 
     from rag_eval_pipeline.defs.resources import LLMResource
-
-FINGERPRINT_TAG = "rag_eval/fingerprint"
 
 
 def _today() -> str:
@@ -101,11 +105,13 @@ def _ensure_dagster_home() -> Path:
 
 def open_instance() -> DagsterInstance:
     """The persistent instance, created under a file lock so that two first uses of a fresh
-    `DAGSTER_HOME` do not race on creating its databases' schema."""
+    `DAGSTER_HOME` do not race on creating its databases' schema, with its concurrency pools
+    (`pools.ensure_pools`: on PostgreSQL, two runs creating a pool at once fail one)."""
     from dagster import DagsterInstance
     from filelock import FileLock
 
     from rag_eval_pipeline.defs.partitions import DATASET_VERSION
+    from rag_eval_pipeline.defs.pools import ensure_pools
 
     home = _ensure_dagster_home()
     with FileLock(home / ".rag-eval-instance.lock"):
@@ -114,6 +120,7 @@ def open_instance() -> DagsterInstance:
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions(DATASET_VERSION)
         instance.all_instigator_state()
+        ensure_pools(instance)
     return instance
 
 
@@ -162,8 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Register dataset versions, then materialize the selected assets for each on one date in
     this process, or launch a backfill over a date range (`--from`/`--to`) for the daemon.
 
-    A partition already materialized successfully from the same inputs (its `run_fingerprint`)
-    whose outputs are still in the warehouse is skipped unless ``--force`` is given.
+    A partition that is up to date (`up_to_date.partition_freshness`: the latest materialization
+    of every selected asset carries the current fingerprint of its inputs and reads back) is
+    skipped unless ``--force`` is given.
     """
     if (problem := configuration_problem()) is not None:
         print(terminal_text(problem), file=sys.stderr)
@@ -207,13 +215,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_upstream_stored(defs, selection, versions, days)
     if args.parallel > 1 and len(versions) > 1:
         code = _run_side_by_side(versions, args)
-        _print_next_steps(versions, days)
+        _print_next_steps(instance, versions, days)
         return code
     code = 0
     for day in days:
         code = max(code, _materialize_date(instance, versions, args, selection, day, len(days) > 1))
     if not args.quiet_end:
-        _print_next_steps(versions, days)
+        _print_next_steps(instance, versions, days)
     return code
 
 
@@ -404,11 +412,21 @@ def last_days(count: int) -> list[str]:
     return [d.strftime("%Y-%m-%d") for d in pd.date_range(end=_today(), periods=count, freq="D")]
 
 
-def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
-    """Where the report is and what to try next (the last lines `rag-eval run` prints)."""
+def _print_next_steps(
+    instance: DagsterInstance, versions: Sequence[str], days: Sequence[str]
+) -> None:
+    """Where the report is and what to try next (the last lines `rag-eval run` prints); a
+    partition whose latest run failed shows no report (the one stored is an older run's)."""
+    from dagster import DagsterRunStatus, RunsFilter
+
     from rag_eval_pipeline.defs.report.assets import report_path
 
-    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions]
+    def latest_run_failed(version: str) -> bool:
+        tags = {"dagster/partition": f"{version}|{days[-1]}"}
+        latest = instance.get_runs(filters=RunsFilter(tags=tags), limit=1)
+        return bool(latest) and latest[0].status != DagsterRunStatus.SUCCESS
+
+    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions if not latest_run_failed(v)]
     present = [path for path in reports if path.exists()]
     if present:
         print("\nreports:")
@@ -455,7 +473,6 @@ def _materialize_date(
     run after another, here; `compact` prints one line per partition (a range of days)."""
     from rag_eval_pipeline.definitions import defs
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.run_cost import tag_run_cost
     from rag_eval_pipeline.defs.run_ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
@@ -479,16 +496,20 @@ def _materialize_date(
         keys = ", ".join(f"{version}|{day}" for version, _ in pending)
         print(f"materializing {keys} ...", flush=True)
     owner = RunOwner.current().tags()
-    failed = []
+    failed, refused = [], []
     for version, tags in pending:
-        result = job.execute_in_process(
-            partition_key=evaluation_partition_key(version, day),
-            instance=instance,
+        run_config = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
+        result = _execute_held(
+            instance,
+            job,
+            f"{version}|{day}",
             asset_selection=selection,
-            raise_on_error=False,
             tags={**tags, **owner},
-            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}},
+            run_config=run_config,
         )
+        if result is None:
+            refused.append(version)
+            continue
         if not compact or not result.success:
             print(
                 f"  {'ok' if result.success else 'FAILED'}: {version}|{day}, run {result.run_id}",
@@ -500,20 +521,44 @@ def _materialize_date(
             failed.append(version)
     gated = _print_summary(
         instance,
-        versions,
+        [version for version in versions if version not in refused],
         day,
         run_ids,
         REGRESSIONS_ASSET in selected_assets,
         compact,
         failed,
     )
-    if failed:
-        print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
+    if failed or refused:
+        if failed:
+            print(f"failed versions: {', '.join(failed)}", file=sys.stderr)
         return 1
     if gated and args.fail_on_regression:
         print(f"--fail-on-regression: {', '.join(gated)}", file=sys.stderr)
         return 3
     return 0
+
+
+def _execute_held(
+    instance: DagsterInstance, job: JobDefinition, partition_key: str, **options: Any
+) -> ExecuteInProcessResult | None:
+    """Execute `job` on `partition_key` here while holding the partition
+    (`partition_lock.partition_held`); None, after one line on standard error, when another run
+    of it is in progress."""
+    from rag_eval_pipeline.defs.partition_lock import PartitionBusyError, partition_held
+    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+
+    version, day = partition_key.split("|", 1)
+    try:
+        with partition_held(instance, _ensure_dagster_home(), partition_key):
+            return job.execute_in_process(
+                partition_key=evaluation_partition_key(version, day),
+                instance=instance,
+                raise_on_error=False,
+                **options,
+            )
+    except PartitionBusyError as busy:
+        print(terminal_text(str(busy)), file=sys.stderr, flush=True)
+        return None
 
 
 class UsageError(Exception):
@@ -595,56 +640,49 @@ def _fingerprint_tags(
     selected_assets: Sequence[str],
     quiet: bool = False,
 ) -> tuple[dict[str, str], str | None]:
-    """The fingerprint tags of `version`'s run on `day`, and the id of a successful run with
-    the same fingerprint whose outputs are still stored (after saying so unless `quiet`), else
-    None."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
-    from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
+    """The fingerprint tags of `version`'s run on `day`, and, when the partition is up to date
+    for `selected_assets` (`up_to_date.partition_freshness`) and ``--force`` is not given, the
+    id of the run that materialized it last (after saying so unless `quiet`), else None."""
     from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
-    from rag_eval_pipeline.storage.warehouse import WarehouseStore
+    from rag_eval_pipeline.defs.up_to_date import evaluation_freshness, fingerprint_tags
 
-    key = evaluation_partition_key(version, day)
-    fingerprint = partition_fingerprint(
-        version_dir=DatasetsResource().folder(version),
-        version=version,
-        date=day,
-        store=WarehouseStore(WAREHOUSE_URL),
-        selection=selected_assets if args.select else None,
-    )
-    tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
-    if not fingerprint or args.force:
+    tags = fingerprint_tags(DatasetsResource().folder(version), version, day)
+    if args.force:
         return tags, None
-    previous = instance.get_runs(
-        filters=RunsFilter(
-            tags={"dagster/partition": str(key), **tags}, statuses=[DagsterRunStatus.SUCCESS]
-        ),
-        limit=1,
-    )
-    reports = (
-        [report_path(REPORTS_URL, version, day)]
-        if "/".join(evaluation_report.key.path) in selected_assets
-        else []
-    )
-    if previous and outputs_present(
-        storage_path(WAREHOUSE_URL), selected_assets, version, day, files=reports
-    ):
-        if quiet:
-            return tags, previous[0].run_id
+    freshness = evaluation_freshness(instance, version, day, selected_assets, tags)
+    if freshness.up_to_date and not quiet:
         print(
-            f"{key} is up to date: run {previous[0].run_id} materialized it from the "
+            f"{version}|{day} is up to date: run {freshness.run_id} materialized it from the "
             "same data, code and configuration (--force runs it again)"
         )
-        return tags, previous[0].run_id
-    return tags, None
+    return tags, freshness.run_id if freshness.up_to_date else None
 
 
 def backfill_partition_keys(versions: Sequence[str], first: str, last: str) -> list[str]:
     """The partition keys of `versions` on every date from `first` to `last`, both included."""
     days = pd.date_range(first, last, freq="D").strftime("%Y-%m-%d")
     return [f"{version}|{day}" for day in days for version in versions]
+
+
+def _stale_partition_keys(instance: DagsterInstance, keys: Sequence[str]) -> list[str]:
+    """`keys` without the partitions that are up to date (said in one line when there are)."""
+    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.defs.up_to_date import (
+        evaluation_assets,
+        evaluation_freshness,
+        fingerprint_tags,
+    )
+
+    assets, datasets = evaluation_assets(), DatasetsResource()
+    stale = []
+    for key in keys:
+        version, day = key.split("|", 1)
+        tags = fingerprint_tags(datasets.folder(version), version, day)
+        if not evaluation_freshness(instance, version, day, assets, tags).up_to_date:
+            stale.append(key)
+    if len(stale) < len(keys):
+        print(f"{len(keys) - len(stale)} partition(s) of the range are up to date: not run again")
+    return stale
 
 
 def _launch_backfill(
@@ -657,7 +695,12 @@ def _launch_backfill(
 
     from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
 
-    keys = backfill_partition_keys(versions, args.from_date, args.to_date)
+    keys = _stale_partition_keys(
+        instance, backfill_partition_keys(versions, args.from_date, args.to_date)
+    )
+    if not keys:
+        print("every partition of the range is up to date: nothing to backfill")
+        return 0
     command = [
         str(Path(sys.executable).with_name("dagster")),
         "job",
@@ -679,7 +722,7 @@ def _launch_backfill(
     queued = instance.get_runs(filters=RunsFilter(tags={"dagster/backfill": launched.group(1)}))
     print(
         f"backfill {launched.group(1)}: {len(queued)} run(s) queued, one per partition "
-        f"({len(versions)} version(s) x {len(keys) // len(versions)} date(s)).\n"
+        "(the range's partitions that are not up to date).\n"
         "The Dagster daemon executes them, max_concurrent_runs at a time: it runs with `make ui` "
         "(or `dagster-daemon run -w workspace.yaml`).\n"
         f"Watch it at http://127.0.0.1:3000/runs/b/{launched.group(1)} or with "
@@ -889,11 +932,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         _check_date_range(parser, args)
+    from rag_eval_pipeline.storage.machine import machine_failure_line
+    from rag_eval_pipeline.storage.parquet import UnreadableFileError
+
     try:
         return int(args.handler(args))
     except UsageError as error:
         print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
         return 2
+    except UnreadableFileError as error:
+        print(terminal_text(f"rag-eval {args.command}: error: {error}"), file=sys.stderr)
+        return 1
+    except Exception as error:
+        line = machine_failure_line(error, os.environ.get("DAGSTER_HOME"))
+        if line is None:
+            raise
+        print(terminal_text(f"rag-eval {args.command}: {line}"), file=sys.stderr)
+        return 1
 
 
 def _check_date_range(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

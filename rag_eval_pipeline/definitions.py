@@ -21,6 +21,7 @@ from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
 from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
 from rag_eval_pipeline.defs.jobs import evaluation_job
+from rag_eval_pipeline.defs.machine_failures import console_logger
 from rag_eval_pipeline.defs.resources import (
     AlertsResource,
     BaselineResource,
@@ -109,6 +110,7 @@ defs = Definitions(
         run_cost_sensor,
     ],
     resources=default_resources(),
+    loggers={"console": console_logger},
     # Assets materialized from the UI outside evaluation_job run in one process too (jobs.py).
     executor=in_process_executor,
 )

@@ -105,6 +105,8 @@ def test_schedule_requests_one_run_per_registered_version(
         requests = daily_evaluation_schedule(context)
         assert [r.partition_key for r in requests] == ["demo-v1|2026-11-21", "demo-v2|2026-11-21"]
         assert all(INVALID_VERSIONS_TAG not in r.tags for r in requests)
+        # Each run carries its inputs' fingerprint, recorded on its materializations.
+        assert all(len(r.tags["rag_eval/fingerprint"]) == 40 for r in requests)
 
 
 def test_schedule_skips_a_registered_version_that_no_longer_validates(

@@ -355,7 +355,6 @@ def test_weights_changed_in_place_are_never_served_from_the_cache(tmp_path: Path
         version="demo-v1",
         date="2026-11-20",
         store=WarehouseStore(str(tmp_path / "warehouse")),
-        selection=None,
         environ=environ,
     )
     before = fingerprint()

@@ -1,6 +1,8 @@
 """The Parquet IO manager writes the documented paths atomically, locally and through fsspec."""
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +28,7 @@ from rag_eval_pipeline.defs.tier1_retrieval.assets import (
     retrieval_runs,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.storage.objects import current_umask
 from rag_eval_pipeline.storage.parquet import (
     MissingPartitionError,
     escape_partition_path,
@@ -74,6 +77,67 @@ def test_next_write_removes_a_killed_writers_stale_leftovers_only(tmp_path: Path
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [fresh_file.name, other.name, "2026-11-21.parquet", "2026-11-22"]
     )
+
+
+KILLED_WRITER = """
+import os, signal, sys
+import pandas as pd
+from upath import UPath
+from rag_eval_pipeline.storage import parquet
+
+point, kind, target = sys.argv[1:]
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if point == "fsync":
+    os.fsync = die
+elif point == "rename":
+    os.replace = die
+    parquet._renameat2 = lambda: None  # the folder swap falls back to os.replace
+else:
+    parquet._write_parquet = die
+frame = pd.DataFrame({"x": [1, 2]})
+if kind == "file":
+    parquet.write_parquet_atomically(frame, UPath(target))
+else:
+    parquet.write_tables_atomically({"t": frame, "u": frame}, UPath(target))
+"""
+
+
+@pytest.mark.parametrize(
+    ("point", "kind"),
+    [("fsync", "file"), ("rename", "file"), ("write", "tables"), ("rename", "tables")],
+)
+def test_a_writer_killed_at_fsync_or_rename_leaves_nothing_after_the_next_write(
+    tmp_path: Path, point: str, kind: str
+) -> None:
+    """A writer SIGKILLed at its fsync, its rename or mid-staging leaves a temporary file or
+    staging folder; the next write of the same partition removes it at once (its writer has
+    ended; no hour to wait), and what is published is 0644 / 0755 under the umask."""
+    folder = tmp_path / "asset" / "v1"
+    target = folder / ("2026-11-21.parquet" if kind == "file" else "2026-11-21")
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_WRITER, point, kind, str(target)],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9, killed.stderr
+    leftovers = [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers and not target.exists(), leftovers
+
+    frame = pd.DataFrame({"x": [3]})
+    if kind == "file":
+        write_parquet_atomically(frame, UPath(target))
+    else:
+        write_tables_atomically({"t": frame}, UPath(target))
+    assert [p.name for p in folder.iterdir()] == [target.name]
+    umask = current_umask()
+    published = [target, *target.iterdir()] if target.is_dir() else [target]
+    for path in published:
+        expected = (0o777 if path.is_dir() else 0o666) & ~umask
+        assert path.stat().st_mode & 0o777 == expected, (path, oct(path.stat().st_mode))
 
 
 def test_crash_mid_write_of_table_folder_keeps_previous_folder(tmp_path: Path) -> None:

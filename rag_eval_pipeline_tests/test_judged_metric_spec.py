@@ -118,7 +118,7 @@ def test_the_reply_schema_is_sent_where_the_provider_enforces_it(
 def test_a_request_with_a_response_format_is_another_cache_entry() -> None:
     fields = {
         "model": "openai/gpt-4o-mini",
-        "api_base": None,
+        "endpoint": "0" * 64,
         "messages": [{"role": "user", "content": "q"}],
         "temperature": 0.0,
         "max_tokens": 512,

@@ -103,7 +103,8 @@ def test_the_instance_file_loads_with_dagster_k8s_on_postgresql(
         limits = instance.get_concurrency_config()
         assert limits.run_queue_config.max_concurrent_runs == 8
         assert limits.run_queue_config.tag_concurrency_limits == [
-            {"key": "rag_eval/kind", "value": "evaluation", "limit": 4}
+            {"key": "rag_eval/kind", "value": "evaluation", "limit": 4},
+            {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
         ]
         assert limits.pool_config.default_pool_limit == 2
         instance.add_dynamic_partitions("dataset_version", ["demo-v1"])

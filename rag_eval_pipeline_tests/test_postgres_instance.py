@@ -43,7 +43,7 @@ from sqlalchemy.engine import make_url
 
 from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.defs.partitions import evaluation_partition_key
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
@@ -52,6 +52,7 @@ from rag_eval_pipeline_tests.conftest import (
     stop_process_group,
 )
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.test_one_run_per_partition import started_run
 from rag_eval_pipeline_tests.test_run_ownership import (
     BIN,
     VERSION,
@@ -63,6 +64,11 @@ from rag_eval_pipeline_tests.test_run_ownership import (
     wait_for,
 )
 
+PARTITION_RUN_KEY = f"{VERSION}|2026-11-22"
+PARTITION_RUN = [
+    *("run", "--dataset-version", VERSION, "--date", "2026-11-22"),
+    *("--select", "*retrieval_metrics"),
+]
 POSTGRES_INSTANCE_CONFIG = PROJECT_ROOT / "deploy" / "dagster.postgres.yaml"
 BACKFILL_DATES = [f"2026-11-{day}" for day in range(15, 20)]  # one more than run at once
 MAX_CONCURRENT_RUNS = 4
@@ -196,6 +202,65 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
         assert f"{VERSION}|{other_day} is up to date" in output, output
 
 
+def test_two_first_runs_at_once_on_a_fresh_database_both_succeed(deployment: Deployment) -> None:
+    """Two `rag-eval run` whose steps claim the LLM pools, started together from two homes on a
+    database nobody prepared: `rag-eval` creates the pools before it launches, so neither run
+    creates one on its first claim (dagster-io/dagster#33552 failed one of two such runs)."""
+    data_dir = deployment.data_dir
+    homes = [deployment.home("home-a"), deployment.home("home-b")]
+    clis = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
+                *("--dataset-version", VERSION, "--date", day, "--select", "*generation_judgments"),
+            ],
+            env=deployment_env(data_dir, home),
+            cwd=data_dir,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home, day in zip(homes, ["2026-11-20", "2026-11-21"], strict=True)
+    ]
+    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
+    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    with DagsterInstance.from_config(str(homes[0])) as instance:
+        storage = instance.event_log_storage
+        assert {LLM_JUDGE_POOL, LLM_GENERATOR_POOL} <= storage.get_concurrency_keys()
+        limit = instance.global_op_concurrency_default_limit
+        assert storage.get_concurrency_info(LLM_JUDGE_POOL).slot_count == limit == 4
+        runs = instance.get_runs()
+    assert len(runs) == 2 and {run.status for run in runs} == {DagsterRunStatus.SUCCESS}
+
+
+def test_a_partition_in_progress_on_another_machine_is_refused(deployment: Deployment) -> None:
+    """Two homes (two machines: no file lock in common): a `rag-eval run` of a partition whose
+    run is in progress on the other one is refused in one line naming that run."""
+    data_dir = deployment.data_dir
+    homes = [deployment.home("home-a"), deployment.home("home-b")]
+    command = [sys.executable, "-m", "rag_eval_pipeline.cli", *PARTITION_RUN]
+    first = subprocess.Popen(
+        command,
+        env=deployment_env(data_dir, homes[0]),
+        cwd=data_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_id = started_run(homes[0], PARTITION_RUN_KEY)
+        second = subprocess.run(
+            command, env=deployment_env(data_dir, homes[1]), cwd=data_dir, capture_output=True,
+            text=True, timeout=WAIT_S,
+        )  # fmt: skip
+        output, errors = first.communicate(timeout=WAIT_S)
+    finally:
+        first.kill()
+    assert second.returncode == 1 and second.stderr.count("\n") == 1, second.stderr
+    assert f"{PARTITION_RUN_KEY} is already being evaluated by run {run_id}" in second.stderr
+    assert first.returncode == 0, output + errors
+
+
 def most_runs_at_once(instance: DagsterInstance, records: list[RunRecord]) -> int:
     """The largest number of `records`' runs in progress at the same moment, as the run queue
     counts them: from the queue's launch (RUN_STARTING) to the run's end."""
@@ -275,9 +340,7 @@ def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
     home = deployment.home("home")
     config = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
     assert config["concurrency"]["pools"]["granularity"] == "op"
-    # The pool's limit set once, as docs/providers.md asks on PostgreSQL: Dagster 1.13 creates a
-    # pool's row from `default_limit` when a step first claims it, and two runs doing so at the
-    # same instant can fail one of them (InFailedSqlTransaction, dagster-io/dagster#33552).
+    # The pool's limit lowered to POOL_LIMIT by hand, as an operator does at run time.
     subprocess.run(
         [str(BIN / "dagster"), "instance", "concurrency", "set", LLM_JUDGE_POOL, str(POOL_LIMIT)],
         env={**os.environ, "DAGSTER_HOME": str(home)},

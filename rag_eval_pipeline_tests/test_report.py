@@ -127,7 +127,7 @@ def regressions_of(store: WarehouseStore, date: str) -> pd.DataFrame:
     )
 
 
-def report(store: WarehouseStore, date: str = D3) -> str:
+def report(store: WarehouseStore, date: str = D3, in_progress: tuple[str, ...] = ()) -> str:
     current = store.read_scorecard("v1", date)
     assert current is not None
     data = collect_report_data(
@@ -139,6 +139,7 @@ def report(store: WarehouseStore, date: str = D3) -> str:
         HEADLINE_METRICS,
         datetime(2026, 11, 22, 2, 0, tzinfo=UTC),
         regressions_of(store, date),
+        in_progress,
     )
     return render_report(data)
 
@@ -237,6 +238,21 @@ def test_report_content_bands_regressions_and_cross_version(store: WarehouseStor
     cross = page.split('id="versions"')[1].split("</section>")[0]
     assert "v2" in cross and D1 in cross and "v3" not in cross
     assert "2026-11-22 02:00:00 UTC" in text
+
+
+def test_the_cross_version_table_marks_older_dates_and_runs_in_progress(
+    store: WarehouseStore,
+) -> None:
+    def cross(page: str) -> str:
+        return page.split('id="versions"')[1].split("</section>")[0]
+
+    older = cross(report(store))
+    assert D1 in older and older.count(f"older than {D3}") == 1  # v2's latest is D1
+    assert "run in progress" not in older and "compare with care" in older
+    running = cross(report(store, in_progress=("v1", "v2")))
+    assert running.count("run in progress") == 1, "the report's own version is not marked"
+    same_day = cross(report(store, D1))
+    assert "older than" not in same_day and "compare with care" not in same_day
 
 
 def test_user_strings_are_escaped(store: WarehouseStore) -> None:

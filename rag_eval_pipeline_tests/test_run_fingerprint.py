@@ -1,9 +1,10 @@
-"""`rag-eval run` skips a partition only when nothing it depends on changed.
+"""`rag-eval run` skips a partition only when what is stored came from the inputs there now.
 
-The fingerprint is checked against each input it covers (dataset files, environment, selection,
-the earlier scorecards that form the regression baseline), and the CLI itself is run in fresh
-processes on a persistent temporary deployment: materialize, skip, force, and re-run after the
-dataset or the stored outputs changed.
+The fingerprint is checked against each input it covers (dataset files, environment, the
+earlier scorecards that form the regression baseline), and the CLI itself is run in fresh
+processes on a persistent temporary deployment: materialize, skip, force, re-run after the
+dataset or the stored outputs changed, re-run after a revert (the latest materialization is the
+one compared, not any earlier run), and re-run when a stored output does not read back.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import pytest
 from upath import UPath
 
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
+from rag_eval_pipeline.storage.readback import output_problem
 from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval
+from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 
 VERSION = "demo-v1"
 DATE = "2026-11-20"
@@ -31,16 +33,9 @@ def version_dir(tmp_path: Path) -> Path:
     return copy
 
 
-def fingerprint(
-    version_dir: Path, store: WarehouseStore, selection: list[str] | None = None, **env: str
-) -> str | None:
+def fingerprint(version_dir: Path, store: WarehouseStore, **env: str) -> str | None:
     return partition_fingerprint(
-        version_dir=version_dir,
-        version=VERSION,
-        date=DATE,
-        store=store,
-        selection=selection,
-        environ=env,
+        version_dir=version_dir, version=VERSION, date=DATE, store=store, environ=env
     )
 
 
@@ -51,7 +46,6 @@ def test_fingerprint_changes_with_every_input_it_covers(version_dir: Path, tmp_p
     assert fingerprint(version_dir, store) == base
     assert fingerprint(version_dir, store, RAG_EVAL_SKIP_TOP="2") != base
     assert fingerprint(version_dir, store, OPENAI_API_KEY="sk-unrelated") == base
-    assert fingerprint(version_dir, store, ["golden_dataset"]) != base
 
     scorecard = pd.DataFrame({"metric": ["mrr"], "value": [0.5]})
     write_parquet_atomically(scorecard, store.scorecard_path(VERSION, "2026-11-21"))
@@ -148,3 +142,75 @@ def test_cli_skips_an_unchanged_partition_and_reruns_on_change(
     queries.write_bytes(queries.read_bytes().replace(b"?", b" ?", 1))
     assert "materializing" in run(), "dataset changed"
     assert "is up to date" in run()
+
+
+def test_output_problem_reads_the_footer_and_compares_the_row_count(tmp_path: Path) -> None:
+    path = UPath(tmp_path / "metrics" / f"{DATE}.parquet")
+    write_parquet_atomically(pd.DataFrame({"value": [0.5, 0.25, 1.0]}), path)
+    assert output_problem(path, rows=3) is None
+    assert output_problem(path, rows=2) == f"{path} holds 3 rows, its materialization recorded 2"
+    path.write_bytes(path.read_bytes()[:-9])
+    assert "does not read back as Parquet" in output_problem(path, rows=3)
+    path.write_bytes(b"")
+    assert str(path) in output_problem(path)
+    assert output_problem(UPath(tmp_path / "absent.parquet")).endswith("is missing")
+
+
+def run_partition(tmp_path: Path, home: Path, select: str, *extra: str) -> str:
+    return rag_eval(
+        tmp_path, home, "run", "--dataset-version", VERSION, "--date", DATE, "--select", select,
+        *extra,
+    )  # fmt: skip
+
+
+def test_a_revert_runs_again_and_restores_the_original_values(
+    version_dir: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    stored = tmp_path / "warehouse" / "retrieval_metrics" / VERSION / f"{DATE}.parquet"
+    qrels = version_dir / "qrels.csv"
+    original = qrels.read_bytes()
+
+    assert "materializing" in run_partition(tmp_path, home, "*retrieval_metrics")
+    first = pd.read_parquet(stored)
+    lines = original.decode().splitlines(keepends=True)
+    qrels.write_text("".join(lines[:1] + lines[1::2]))  # half the judgments gone
+    assert "materializing" in run_partition(tmp_path, home, "*retrieval_metrics")
+    changed = pd.read_parquet(stored)
+    assert not changed.equals(first)
+
+    qrels.write_bytes(original)
+    output = run_partition(tmp_path, home, "*retrieval_metrics")
+    assert "is up to date" not in output and "materializing" in output
+    pd.testing.assert_frame_equal(pd.read_parquet(stored), first)
+    assert "is up to date" in run_partition(tmp_path, home, "*retrieval_metrics")
+
+
+def test_an_output_that_does_not_read_back_runs_again(version_dir: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    tables = tmp_path / "warehouse" / "golden_dataset" / VERSION / DATE
+    assert "materializing" in run_partition(tmp_path, home, "key:golden_dataset")
+    (tables / "queries.parquet").write_bytes(b"")
+    assert "materializing" in run_partition(tmp_path, home, "key:golden_dataset"), "0 bytes"
+    queries = pd.read_parquet(tables / "queries.parquet")
+    assert len(queries) > 1
+    queries.iloc[:1].to_parquet(tables / "queries.parquet", index=False)
+    assert "materializing" in run_partition(tmp_path, home, "key:golden_dataset"), "1 row"
+    assert "is up to date" in run_partition(tmp_path, home, "key:golden_dataset")
+
+
+def test_a_scorecard_that_does_not_read_back_is_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    scorecard = tmp_path / "warehouse" / "evaluation_scorecard" / VERSION / f"{DATE}.parquet"
+    scorecard.parent.mkdir(parents=True)
+    scorecard.write_bytes(b"")
+    completed = rag_eval_process(
+        tmp_path, home, "scorecard", "--dataset-version", VERSION, "--date", DATE
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.count("\n") == 1, completed.stderr
+    assert str(scorecard) in completed.stderr and "Traceback" not in completed.stderr
+    assert "rag-eval run --force" in completed.stderr

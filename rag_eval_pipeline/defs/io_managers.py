@@ -26,7 +26,9 @@ from dagster import (
 from pydantic import Field
 from upath import UPath
 
+from rag_eval_pipeline.defs.machine_failures import machine_failures_fail_the_step
 from rag_eval_pipeline.defs.run_ownership import claim_run
+from rag_eval_pipeline.defs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.objects import storage_path
@@ -43,9 +45,18 @@ from rag_eval_pipeline.storage.parquet import (
 
 
 class ParquetIOManager(UPathIOManager):
-    """Stores DataFrames (and mappings of them) as Parquet under a UPath base."""
+    """Stores DataFrames (and mappings of them) as Parquet under a UPath base.
+
+    Every output's metadata records what `up_to_date.partition_freshness` compares with the
+    stored file: its row count (per table for a folder) and the fingerprint of the inputs the
+    run was launched with (`rag_eval/fingerprint`, from the run's tag, when it has one).
+    """
 
     extension: str = ".parquet"
+
+    def __init__(self, base_path: UPath, fingerprint: str | None = None) -> None:
+        super().__init__(base_path=base_path)
+        self.fingerprint = fingerprint
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
         """Escape a leading `/` and `..` segments: partition keys never climb out of the base."""
@@ -53,9 +64,11 @@ class ParquetIOManager(UPathIOManager):
 
     def dump_to_path(self, context: OutputContext, obj: Any, path: UPath) -> None:
         if isinstance(obj, pd.DataFrame | TableBatches):
-            write_parquet_atomically(obj, path)
+            with machine_failures_fail_the_step(path):
+                write_parquet_atomically(obj, path)
         elif isinstance(obj, Mapping):
-            write_tables_atomically(obj, path.with_suffix(""))
+            with machine_failures_fail_the_step(path.with_suffix("")):
+                write_tables_atomically(obj, path.with_suffix(""))
         else:
             raise TypeError(
                 f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or "
@@ -83,11 +96,20 @@ class ParquetIOManager(UPathIOManager):
         return self.path_exists(path) or self.path_exists(path.with_suffix(""))
 
     def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
-        if isinstance(obj, pd.DataFrame):
-            return {"dagster/row_count": MetadataValue.int(len(obj))}
-        if isinstance(obj, TableBatches):
-            return {"dagster/row_count": MetadataValue.int(obj.num_rows)}
-        return {}
+        metadata: dict[str, Any] = {}
+        if self.fingerprint:
+            metadata[FINGERPRINT_KEY] = MetadataValue.text(self.fingerprint)
+        if isinstance(obj, pd.DataFrame | TableBatches):
+            rows = len(obj) if isinstance(obj, pd.DataFrame) else obj.num_rows
+            metadata[ROW_COUNT_KEY] = MetadataValue.int(rows)
+        elif isinstance(obj, Mapping):
+            counts = {name: _rows(table) for name, table in obj.items()}
+            metadata[TABLE_ROWS_KEY] = MetadataValue.json(counts)
+        return metadata
+
+
+def _rows(table: pd.DataFrame | TableBatches) -> int:
+    return len(table) if isinstance(table, pd.DataFrame) else table.num_rows
 
 
 def _wants(context: InputContext, annotation: type) -> bool:
@@ -108,4 +130,8 @@ class ParquetIOManagerResource(ConfigurableIOManagerFactory):
         """The IO manager of a run's worker; every step stores through it, so this is also where
         the run is claimed by the process executing it (`run_ownership.claim_run`)."""
         claim_run(context.instance, context.run_id)
-        return ParquetIOManager(base_path=storage_path(self.base_path, **self.storage_options))
+        run = context.dagster_run
+        return ParquetIOManager(
+            base_path=storage_path(self.base_path, **self.storage_options),
+            fingerprint=run.tags.get(FINGERPRINT_KEY) if run is not None else None,
+        )

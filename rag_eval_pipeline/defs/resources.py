@@ -28,8 +28,8 @@ from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
+from rag_eval_pipeline.llm.endpoint import endpoint_digest
 from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
-from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
     CACHE_URL,
@@ -204,12 +204,11 @@ class LLMResource(ConfigurableResource):
 
     @property
     def identity(self) -> str:
-        """What determines the replies (as in the reply cache's key): model, endpoint (secrets
-        redacted) and sampling; an estimate-only resource's stand-in replies are marked, so no
+        """What determines the replies (as in the reply cache's key): model, the endpoint's
+        digest and sampling; an estimate-only resource's stand-in replies are marked, so no
         result is reused across."""
-        identity = f"{self.model}|{self.api_base}|t={self.temperature}|max_tokens={self.max_tokens}"
-        # stored in verdicts and metadata: a `user:password@` in the api_base is redacted
-        identity = redact(identity, [self.api_key], urls=[self.api_base])
+        endpoint = endpoint_digest(self.model, self.api_base)
+        identity = f"{self.model}|{endpoint}|t={self.temperature}|max_tokens={self.max_tokens}"
         return f"{identity}|estimate-only" if self.estimate_only else identity
 
     def client(self) -> LLMClient:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from pathlib import Path
 
 from dagster import (
     DagsterInstance,
@@ -38,6 +37,8 @@ from dagster import (
     sensor,
 )
 
+from rag_eval_pipeline.storage.processes import process_ended, process_start_time
+
 OWNER_HOST_TAG = "rag_eval/owner_host"
 OWNER_PID_TAG = "rag_eval/owner_pid"
 OWNER_STARTED_TAG = "rag_eval/owner_started"
@@ -48,25 +49,6 @@ OWNED_RUN_STATUSES = [
     DagsterRunStatus.STARTED,
     DagsterRunStatus.CANCELING,
 ]
-
-
-def process_start_time(pid: int) -> str:
-    """The start time of process `pid` in clock ticks since boot (Linux `/proc`), "" if unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    # Fields after the parenthesized command name (which may contain spaces): state is field 3,
-    # starttime field 22.
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 @dataclass(frozen=True)
@@ -103,15 +85,7 @@ class RunOwner:
         process's). An owner on another host is never declared dead."""
         if self.host != socket.gethostname():
             return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            pass  # a process of another user holds the pid: alive, but maybe not our owner
-        if _is_zombie(self.pid):
-            return True
-        return bool(self.started) and process_start_time(self.pid) not in ("", self.started)
+        return process_ended(self.pid, self.started)
 
 
 def claim_run(instance: DagsterInstance | None, run_id: str | None) -> None:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 import numpy as np
 from filelock import FileLock
 
+from rag_eval_pipeline.storage.machine import cache_write, machine_failure_line
 from rag_eval_pipeline.storage.objects import (
     is_local,
     read_snapshot,
@@ -82,9 +83,19 @@ class EmbeddingCache:
         if not is_local(self.directory):
             yield
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        with FileLock(self.directory.path + "/.lock"):
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(self.directory.path + "/.lock")
+            lock.acquire()
+        except OSError as error:
+            if machine_failure_line(error) is None:
+                raise
+            yield  # a cache nobody can write: nothing to serialize
+            return
+        try:
             yield
+        finally:
+            lock.release()
 
     def store(self, keys: Sequence[str], vectors: np.ndarray) -> None:
         """Persist new vectors atomically as one new shard."""
@@ -93,8 +104,9 @@ class EmbeddingCache:
         shard_name = f"{uuid.uuid4().hex}.npz"
         buffer = io.BytesIO()
         np.savez(buffer, keys=np.asarray(keys), vectors=vectors.astype(np.float32))
-        write_atomically(
-            self.directory / shard_name, lambda handle: handle.write(buffer.getvalue())
-        )
+        with cache_write("embedding cache", self.directory):
+            write_atomically(
+                self.directory / shard_name, lambda handle: handle.write(buffer.getvalue())
+            )
         self._vectors.update(zip(keys, vectors.astype(np.float32), strict=True))
         self._loaded_shards.add(shard_name)

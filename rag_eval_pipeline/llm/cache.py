@@ -5,9 +5,11 @@
 SQLite cannot live) each reply is one JSON object ``<cache_dir>/replies/<key[:2]>/<key>.json``,
 written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins.
 Both are keyed by `cache_key`, the SHA-256 of the
-canonical JSON of everything that determines a reply at a fixed temperature: model, api_base,
-messages, temperature and max_tokens. The API key is deliberately not part of the key (rotating a
-key must not invalidate the cache) and is never stored.
+canonical JSON of everything that determines a reply at a fixed temperature: model, the endpoint
+litellm will really call (`llm.endpoint.endpoint_digest`: the `api_base`, or the provider's own
+variables such as `OPENAI_API_BASE`, hashed), messages, temperature and max_tokens. A reply is
+never reused across endpoints. The API key is deliberately not part of the key (rotating a key
+must not invalidate the cache) and is never stored.
 
 The database runs in WAL mode with a busy timeout, so concurrent processes (parallel Dagster
 steps) read and write it safely. Within a process one connection is shared behind a lock. The first
@@ -31,6 +33,7 @@ from typing import Any, Protocol
 from filelock import FileLock
 from upath import UPath
 
+from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 CACHE_FILENAME = "llm_cache.sqlite3"
@@ -55,17 +58,18 @@ CREATE TABLE IF NOT EXISTS replies (
 def cache_key(
     *,
     model: str,
-    api_base: str | None,
+    endpoint: str,
     messages: Sequence[Mapping[str, str]],
     temperature: float,
     max_tokens: int | None,
     response_format: Mapping[str, Any] | None = None,
 ) -> str:
-    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply; a
-    request with a `response_format` is another request (without one, the key is unchanged)."""
+    """SHA-256 (hex) of the canonical JSON of the request fields that determine a reply;
+    `endpoint` is the digest of the endpoint called (`llm.endpoint.endpoint_digest`); a request
+    with a `response_format` is another request (without one, the key is unchanged)."""
     payload: dict[str, Any] = {
         "model": model,
-        "api_base": api_base,
+        "endpoint": endpoint,
         "messages": [dict(message) for message in messages],
         "temperature": temperature,
         "max_tokens": max_tokens,
@@ -107,10 +111,14 @@ class ReplyCache:
         self._connection = sqlite3.connect(
             self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
         )
-        with self._lock, _exclusive_setup(self.path):
-            self._connection.execute("PRAGMA journal_mode = WAL")
-            self._connection.execute("PRAGMA synchronous = NORMAL")
-            self._connection.execute(_SCHEMA)
+        try:
+            with self._lock, _exclusive_setup(self.path):
+                self._connection.execute("PRAGMA journal_mode = WAL")
+                self._connection.execute("PRAGMA synchronous = NORMAL")
+                self._connection.execute(_SCHEMA)
+        except BaseException:
+            self._connection.close()  # a cache that could not be set up holds no file open
+            raise
 
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
         """The cached replies among `keys` (missing keys are simply absent from the result)."""
@@ -130,8 +138,9 @@ class ReplyCache:
         return found
 
     def put(self, key: str, reply: CachedReply, *, model: str) -> None:
-        """Store a reply unless the key already has one (first reply wins)."""
-        with self._lock:
+        """Store a reply unless the key already has one (first reply wins); on a full or
+        read-only disk it is not stored (one warning, `storage.machine.cache_write`)."""
+        with self._lock, cache_write("LLM reply cache", self.path):
             self._connection.execute(
                 "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -218,7 +227,13 @@ class ReplyStore(Protocol):
     def close(self) -> None: ...
 
 
-def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore:
-    """The reply cache at `location`: SQLite on a local disk, objects on an object store."""
+def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore | None:
+    """The reply cache at `location`: SQLite on a local disk, objects on an object store; None
+    (after one warning, `storage.machine.cache_write`) when a full, read-only or forbidden disk
+    keeps it from opening: the replies are then not cached."""
     directory = storage_path(location)
-    return ReplyCache(Path(directory.path)) if is_local(directory) else ObjectReplyCache(directory)
+    if not is_local(directory):
+        return ObjectReplyCache(directory)
+    with cache_write("LLM reply cache", directory.path):
+        return ReplyCache(Path(directory.path))
+    return None

@@ -43,10 +43,10 @@ counts the prompts its cache cannot answer, their tokens and price, and answers 
 stand-in text.
 
 Successful replies are stored in the reply cache (`llm.cache`, local or on an object store) when
-`cache_dir` is set; identical prompts (same model, api_base, messages, temperature and
-max_tokens) are then answered from it without a provider call, and identical prompts within one
-batch are sent once. `use_cache=False` forces fresh calls (for judge-consistency repeats) and
-still records replies for prompts not cached yet.
+`cache_dir` is set; identical prompts (same model, endpoint really called, messages,
+temperature and max_tokens) are then answered from it without a provider call, and identical
+prompts within one batch are sent once. `use_cache=False` forces fresh calls (for
+judge-consistency repeats) and still records replies for prompts not cached yet.
 
 The first call imports litellm (not the import of this module: it takes seconds) and sets
 ``litellm.suppress_debug_info`` so litellm does not print its "Give Feedback / Get Help" banner
@@ -71,6 +71,7 @@ from rag_eval_pipeline.llm.adaptive import AdaptiveLimit
 from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
 from rag_eval_pipeline.llm.budget import CostBudget
 from rag_eval_pipeline.llm.cache import CachedReply, cache_key, open_reply_cache
+from rag_eval_pipeline.llm.endpoint import endpoint_digest
 from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text, worst_case_cost
 from rag_eval_pipeline.llm.failures import (
     Attempted,
@@ -273,6 +274,7 @@ class LLMClient:
         self._in_progress: asyncio.Semaphore | None = None
         self._limit_loop: asyncio.AbstractEventLoop | None = None
         self._policy = config.retry_policy()
+        self.endpoint = endpoint_digest(config.model, config.api_base)
         self.breaker = shared_breaker((config.model, config.api_base), config.breaker)
         # Provider calls whose cost litellm could not price (no known price for the model):
         # their `cost_usd` is 0.0, so a total over them is unknown, not zero.
@@ -349,7 +351,7 @@ class LLMClient:
         config = self.config
         return cache_key(
             model=config.model,
-            api_base=config.api_base,
+            endpoint=self.endpoint,
             messages=messages,
             temperature=config.temperature,
             max_tokens=config.max_tokens,

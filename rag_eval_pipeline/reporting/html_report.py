@@ -22,7 +22,7 @@ function of DataFrames. Every string from the data is escaped with `escaping.htm
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date as Day
 from datetime import datetime
@@ -128,7 +128,8 @@ class ReportData:
     version (with their `dataset_version` and `date`); `regressions` the partition's alerted
     rows of `metric_regressions` and `comparisons` all its rows; `correlations` the Pearson
     matrix of the RAGAS-style metrics over the partition's questions, per system; `week` the
-    `metric_regressions` table of each of the version's last `WEEK_DAYS` stored dates.
+    `metric_regressions` table of each of the version's last `WEEK_DAYS` stored dates;
+    `in_progress` the other versions with a run in progress when the report was written.
     """
 
     version: str
@@ -144,6 +145,7 @@ class ReportData:
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     correlations: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     week: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    in_progress: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -210,9 +212,11 @@ def collect_report_data(
     headline_metrics: Sequence[str],
     generated_at: datetime,
     regressions: pd.DataFrame,
+    in_progress: Collection[str] = (),
 ) -> ReportData:
     """Read what the report of (`version`, `date`) needs; `scorecard` and `regressions` (the
-    `metric_regressions` table) are that partition's."""
+    `metric_regressions` table) are that partition's; `in_progress` the other versions with a
+    run in progress (their stored scorecard may be about to change)."""
     current = scorecard.assign(dataset_version=version, date=date)
     headline = list(headline_metrics)
 
@@ -252,6 +256,7 @@ def collect_report_data(
         headline_metrics=headline,
         generated_at=generated_at,
         comparisons=regressions,
+        in_progress=frozenset(in_progress) - {version},
         correlations={} if judgments is None else correlations_by_system(judgments),
         week={
             **{day: frame for day, frame in week.items() if frame is not None},
@@ -707,9 +712,16 @@ def correlations_html(correlations: Mapping[str, pd.DataFrame]) -> str:
 
 
 def cross_version_html(
-    cross_version: pd.DataFrame, current_version: str, headline_metrics: Sequence[str]
+    cross_version: pd.DataFrame,
+    current_version: str,
+    headline_metrics: Sequence[str],
+    report_date: str | None = None,
+    in_progress: Collection[str] = (),
 ) -> str:
-    """Headline metric × system rows, one column per version (its latest date on or before)."""
+    """Headline metric × system rows, one column per version (its latest date on or before),
+    each column naming its date; a version whose date is older than `report_date`, or with a run
+    in progress (`in_progress`), is marked, and a note under the table says what the marks mean.
+    """
     if cross_version.empty:
         return '<p class="empty">No headline metric stored for any version.</p>'
     versions = (
@@ -725,9 +737,13 @@ def cross_version_html(
     cells: dict[tuple[str, str, str, str], tuple[float, object]] = {}
     for r in cross_version.itertuples(index=False):
         cells.setdefault((r.metric, r.tier, r.system, r.dataset_version), (r.value, r.band))
+    marks = {
+        v: _version_mark(d, report_date, v in in_progress)
+        for v, d in versions.itertuples(index=False)
+    }
     head = "<th>Metric</th><th>System</th>" + "".join(
         f'<th class="num{" current" if v == current_version else ""}">{html_text(v)}'
-        f'<span class="sub">{html_text(d)}</span></th>'
+        f'<span class="sub">{html_text(d)}</span>{marks[v]}</th>'
         for v, d in versions.itertuples(index=False)
     )
     body = []
@@ -748,10 +764,24 @@ def cross_version_html(
             css = f" cell-{band.replace(' ', '-')}" if band in BANDS else ""
             row.append(f'<td class="num{css}{current}">{format_value(value)}</td>')
         body.append(f'<tr class="{"metric-start" if first else ""}">{"".join(row)}</tr>')
+    note = (
+        '<p class="muted">Marked: that version has no scorecard on this report\'s date (its '
+        "latest earlier one is shown), or a run of it was in progress when the report was "
+        "written; compare with care.</p>"
+        if any(marks.values())
+        else ""
+    )
     return (
         '<div class="table-wrap"><table class="cross"><thead><tr>'
-        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{note}"
     )
+
+
+def _version_mark(day: str, report_date: str | None, in_progress: bool) -> str:
+    """The mark of a version's column: older than the report's date, a run in progress."""
+    marks = [f"older than {report_date}"] if report_date and day < report_date else []
+    marks += ["run in progress"] if in_progress else []
+    return "".join(f'<span class="sub stale">{html_text(mark)}</span>' for mark in marks)
 
 
 # --------------------------------------------------------------------------- what changed
@@ -1139,7 +1169,9 @@ def render_report(data: ReportData) -> str:
         "week": week_html(data),
         "tiers": tier_tables_html(data, SYSTEM_TIERS),
         "trends": trends_html(data),
-        "versions": cross_version_html(data.cross_version, data.version, data.headline_metrics),
+        "versions": cross_version_html(
+            data.cross_version, data.version, data.headline_metrics, data.date, data.in_progress
+        ),
         "correlations": correlations_html(data.correlations) if data.correlations else "",
         "judge": (judge if "<table" in judge else '<p class="empty">No judge scored.</p>')
         + judge_numbers,
@@ -1217,6 +1249,7 @@ table.cross th .sub{display:block;font-weight:400;text-transform:none;letter-spa
 table.cross{width:auto;min-width:min(100%,640px)}
 table.cross tr.metric-start td{border-top:2px solid var(--line)}
 table.cross .current{background:#f2f6fd}
+table.cross th .stale{color:#a15c00}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:16px}
 .chart-card{margin:0;border:1px solid var(--line);border-radius:8px;padding:10px 12px 4px}
 .chart-card figcaption{font-weight:600;margin-bottom:2px}

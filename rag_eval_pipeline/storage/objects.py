@@ -8,9 +8,14 @@ processes' writes at once; credentials and the endpoint come from the environmen
 
 `write_atomically` is the one rule for publishing a file. Locally it writes a hidden temporary
 sibling, fsyncs it and renames it into place, so a crash mid-write leaves the previous good
-file; a killed writer's temporary sibling is removed by the next successful write of the same
-path once it is older than `STALE_TEMPORARY_S` (a younger one may belong to a writer still
-running). On an object store the object is uploaded with autocommit off (S3: a multipart
+file. A temporary's name carries its writer (`temporary_prefix`: host, pid and the process's
+start time), so the next successful write of the same path removes a killed writer's leftovers
+(files and staging folders) at once when that writer, on this host, has ended; one of another
+host, or without a writer in its name, once it is older than `STALE_TEMPORARY_S`. A live
+writer's temporaries are never touched. Files are published 0666 and folders 0777 less the
+process's umask (0644 and 0755 under the usual 022), as `open` and `mkdir` create them.
+
+On an object store the object is uploaded with autocommit off (S3: a multipart
 upload) and committed only when the whole content was written: the object appears whole or not
 at all, and a failed writer's upload is discarded (a killed one's is invisible; a bucket
 lifecycle rule aborting incomplete multipart uploads removes it).
@@ -19,7 +24,9 @@ lifecycle rule aborting incomplete multipart uploads removes it).
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,8 +35,22 @@ from typing import BinaryIO
 
 from upath import UPath
 
+from rag_eval_pipeline.storage.processes import process_ended, process_start_time
+
 STALE_TEMPORARY_S = 3600.0
 LOCAL_PROTOCOLS = ("", "file", "local")
+_WRITER = re.compile(r"\.w~(?P<host>[^~]*)~(?P<pid>\d+)~(?P<start>\d*)~")
+
+
+def current_umask() -> int:
+    """The process's umask (Linux `/proc`; elsewhere set and restored at once)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+        return int(re.search(r"^Umask:\s*([0-7]+)", status, re.MULTILINE)[1], 8)
+    except (OSError, TypeError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 def is_local(path: UPath) -> bool:
@@ -49,16 +70,28 @@ def storage_path(location: str | os.PathLike[str], **storage_options: object) ->
 
 
 def temporary_prefix(target: Path) -> str:
-    """The name prefix of `target`'s hidden temporary siblings."""
-    return f".{target.name}."
+    """The name prefix of `target`'s hidden temporary siblings written by this process:
+    ``.<name>.w~<host>~<pid>~<start time>~``."""
+    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())
+    pid = os.getpid()
+    return f".{target.name}.w~{host}~{pid}~{process_start_time(pid)}~"
+
+
+def _writer_ended(name: str) -> bool:
+    """Whether the writer named in a temporary's `name` is a process of this host that ended."""
+    writer = _WRITER.search(name)
+    if writer is None or writer["host"] != re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()):
+        return False
+    return process_ended(int(writer["pid"]), writer["start"])
 
 
 def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
-    """Delete hidden temporary siblings of `target` (files or folders) left by killed writers."""
+    """Delete hidden temporary siblings of `target` (files or folders) left by writers that
+    ended (`_writer_ended`), or older than `older_than_s` when their writer is unknown."""
     cutoff = time.time() - older_than_s
-    for leftover in target.parent.glob(f"{temporary_prefix(target)}*.tmp*"):
+    for leftover in target.parent.glob(f".{target.name}.*.tmp*"):
         try:
-            if leftover.lstat().st_mtime >= cutoff:
+            if not _writer_ended(leftover.name) and leftover.lstat().st_mtime >= cutoff:
                 continue
             if leftover.is_dir():
                 shutil.rmtree(leftover, ignore_errors=True)
@@ -94,7 +127,7 @@ def write_atomically(path: UPath, write: Callable[[BinaryIO], None]) -> None:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o644)
+        os.chmod(tmp_name, 0o666 & ~current_umask())
         os.replace(tmp_name, target)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
 from rag_eval_pipeline.storage.objects import (
+    current_umask,
     is_local,
     read_snapshot,
     remove_stale_temporaries,
@@ -50,6 +51,19 @@ _RENAME_EXCHANGE = 2
 
 class MissingPartitionError(FileNotFoundError):
     """An upstream partition that was never materialized."""
+
+
+class UnreadableFileError(ValueError):
+    """A stored file that is not what was written (truncated, empty, overwritten): one line
+    naming the file, the cause and what to do."""
+
+    def __init__(self, path: object, cause: BaseException) -> None:
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        super().__init__(
+            f"{path} does not read back as Parquet ({type(cause).__name__}: {reason}): "
+            "`rag-eval run --force` for its partition writes it again"
+        )
+        self.path = path
 
 
 def escape_partition_path(partition: str) -> str:
@@ -158,9 +172,11 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], p
         return
     target = Path(path.path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
     staging = Path(
         tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     )
+    staging.chmod(0o777 & ~current_umask())
     try:
         for name, frame in tables.items():
             with open(staging / f"{name}.parquet", "wb") as handle:
@@ -200,9 +216,12 @@ def _publish_generation(tables: Mapping[str, pd.DataFrame | TableBatches], folde
 def read_parquet(path: UPath) -> pd.DataFrame:
     """Read one Parquet file from a local path, or through the path's fsspec filesystem in one
     request (a consistent snapshot even while a writer replaces the object)."""
-    if is_local(path):
-        return pd.read_parquet(path.path)
-    return pd.read_parquet(io.BytesIO(read_snapshot(path)))
+    try:
+        if is_local(path):
+            return pd.read_parquet(path.path)
+        return pd.read_parquet(io.BytesIO(read_snapshot(path)))
+    except (pa.ArrowException, ValueError) as error:
+        raise UnreadableFileError(path, error) from error
 
 
 def _manifest(tables: Mapping[str, pd.DataFrame | TableBatches]) -> dict[str, list[str]]:

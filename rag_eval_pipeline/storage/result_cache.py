@@ -21,6 +21,7 @@ from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.code_version import code_digest
+from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.parquet import read_parquet, write_parquet_atomically
 
@@ -71,5 +72,7 @@ class ResultCache:
         return read_parquet(path) if path.exists() else None
 
     def put(self, key: str, frame: pd.DataFrame) -> None:
-        """Store `frame` as the result of `key` (atomically)."""
-        write_parquet_atomically(frame, self._path(key))
+        """Store `frame` as the result of `key` (atomically); on a full, read-only or forbidden
+        disk it is not stored (one warning, `storage.machine.cache_write`)."""
+        with cache_write("result cache", self.directory):
+            write_parquet_atomically(frame, self._path(key))

@@ -3,11 +3,12 @@
 A partition's outputs are a function of the dataset version's files, this package's code, the
 configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
 the embedding model's weights (`embedding.weights`: a model changed in place under the same path
-changes the fingerprint), the asset selection and the scorecards stored for the version's
+changes the fingerprint), the endpoints the judge and generator will call (`llm.endpoint`) and
+the scorecards stored for the version's
 earlier dates (the regression baseline). The embedding and judge caches already make model calls
-on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when the same
-partition was already materialized successfully from identical inputs and its outputs are still
-in the warehouse.
+on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when what is
+stored for the partition was materialized from identical inputs (`defs/up_to_date.py`: the
+fingerprint is recorded on every materialization and compared with the latest one).
 
 A user callable or HTTP service as system under test (``RAG_EVAL_SYSTEM=callable|http``, or
 ``system: callable|http`` in the version's ``dataset.yaml``) can change behind any fingerprint,
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from upath import UPath
@@ -27,7 +28,17 @@ from rag_eval_pipeline.datasets.manifest import read_manifest
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, resolve_model_path
 from rag_eval_pipeline.embedding.weights import weights_fingerprint
 from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE
-from rag_eval_pipeline.settings import EMBEDDER_MODEL_ENV, PROJECT_ROOT, THRESHOLDS_FILE
+from rag_eval_pipeline.llm.endpoint import endpoint_digest
+from rag_eval_pipeline.settings import (
+    EMBEDDER_MODEL_ENV,
+    GENERATOR_API_BASE_ENV,
+    GENERATOR_MODEL_ENV,
+    JUDGE_API_BASE_ENV,
+    JUDGE_MODEL_ENV,
+    OFFLINE_MODEL,
+    PROJECT_ROOT,
+    THRESHOLDS_FILE,
+)
 from rag_eval_pipeline.storage.code_version import code_digest, files_digest, source_files
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
@@ -60,6 +71,21 @@ def embedder_weights(environ: Mapping[str, str]) -> str:
     return weights_fingerprint(resolve_model_path(model))
 
 
+def llm_endpoints(environ: Mapping[str, str]) -> list[str]:
+    """The digests of the endpoints the judge and the generator will call, resolved as litellm
+    resolves them (`llm.endpoint`: the provider's own variables such as `OPENAI_API_BASE`
+    included)."""
+    return [
+        endpoint_digest(
+            environ.get(model_env, OFFLINE_MODEL), environ.get(base_env) or None, environ
+        )
+        for model_env, base_env in (
+            (JUDGE_MODEL_ENV, JUDGE_API_BASE_ENV),
+            (GENERATOR_MODEL_ENV, GENERATOR_API_BASE_ENV),
+        )
+    ]
+
+
 def baseline_digest(
     store: WarehouseStore, version: str, date: str, pinned_version: str | None = None
 ) -> str:
@@ -82,7 +108,6 @@ def partition_fingerprint(
     version: str,
     date: str,
     store: WarehouseStore,
-    selection: Sequence[str] | None,
     environ: Mapping[str, str] = os.environ,
 ) -> str | None:
     """The fingerprint of one partition's inputs, or None when they cannot be fingerprinted."""
@@ -96,7 +121,7 @@ def partition_fingerprint(
         f"config={config_digest()}",
         f"env={environment_items(environ)!r}",
         f"embedder={embedder_weights(environ)}",
-        f"selection={sorted(selection) if selection else 'all'}",
+        f"endpoints={llm_endpoints(environ)}",
         f"staged_change={manifest.change_active(date)}",
         f"baseline={baseline_digest(store, version, date, environ.get(BASELINE_VERSION_ENV))}",
     ]

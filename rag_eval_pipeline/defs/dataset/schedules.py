@@ -3,7 +3,9 @@
 Each registered version is validated again at tick time (a folder can break after it was
 registered) by the rule every command applies (`datasets.validity`, which reads a folder again
 only when its files changed); invalid ones get no run, and the tick says why instead of a run
-failing nightly."""
+failing nightly. A partition that is already up to date (`up_to_date.evaluation_freshness`, the
+rule `rag-eval run` applies; e.g. run by hand earlier that day) gets no run either; each run
+carries the fingerprint of its inputs, recorded on its materializations."""
 
 import os
 
@@ -18,6 +20,11 @@ from dagster import (
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.up_to_date import (
+    evaluation_assets,
+    evaluation_freshness,
+    fingerprint_tags,
+)
 from rag_eval_pipeline.reporting.escaping import terminal_text
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
@@ -55,11 +62,24 @@ def daily_evaluation_schedule(
     tags = {"rag_eval/trigger": "daily_schedule"}
     if invalid:
         tags[INVALID_VERSIONS_TAG] = reasons[:MAX_TAG_CHARS]
+    assets = evaluation_assets()
+    fingerprints = {
+        version: fingerprint_tags(datasets.folder(version), version, day) for version in valid
+    }
+    stale = [
+        version
+        for version in valid
+        if not evaluation_freshness(
+            context.instance, version, day, assets, fingerprints[version]
+        ).up_to_date
+    ]
+    if not stale:
+        return SkipReason(f"Every valid dataset version is up to date on {day}.")
     return [
         RunRequest(
             run_key=f"{version}|{day}",
             partition_key=evaluation_partition_key(version, day),
-            tags=tags,
+            tags={**tags, **fingerprints[version]},
         )
-        for version in valid
+        for version in stale
     ]

@@ -13,6 +13,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from upath import UPath
 
+from rag_eval_pipeline.defs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
@@ -69,6 +70,7 @@ def evaluation_report(
         HEADLINE_METRICS,
         datetime.now(UTC),
         metric_regressions,
+        versions_in_progress(context.instance, exclude_run=context.run_id),
     )
     path = report_path(config.reports_dir, version, day)
     write_text_atomically(render_report(data), path)
