@@ -295,14 +295,21 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
     assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temp file left
     output = result.output_for_node("evaluation_report")
     assert output.to_dict("records") == [
-        {"version": "v1", "date": D3, "path": str(path), "n_regressions": 2, "n_metrics": 6}
+        {
+            "version": "v1",
+            "date": D3,
+            "path": str(path),
+            "n_alerts": 2,
+            "n_regressions": 2,
+            "n_metrics": 6,
+        }
     ]
     stored = pd.read_parquet(warehouse / "evaluation_report" / "v1" / f"{D3}.parquet")
     assert stored["path"].tolist() == [str(path)]
     metadata = result.asset_materializations_for_node("evaluation_report")[0].metadata
     assert metadata["report_path"].value == str(path)
     assert metadata["report_url"].value == path.as_uri()
-    assert "2 regression(s) against v1 2026-11-20" in metadata["summary"].value
+    assert "against v1 2026-11-20: 2 regressions." in metadata["summary"].value
     assert ReportConfig().reports_dir.endswith("reports")
 
 

@@ -51,8 +51,9 @@
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
 count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
 how many items a 10% drop needs to be flagged alone at the row's bar, at today's discordance or
-spread (`metrics.sensitivity`). Dataset statistics (tier `dataset`) and descriptive counts are
-not compared.
+spread (`metrics.sensitivity`); `items_to_detect`, for untestable rows, about how many paired
+items would detect today's change alone. Dataset statistics (tier `dataset`) and descriptive
+counts are not compared.
 
 `detect_regressions` is the previous unpaired rule (relative drop beyond the tolerance and the
 baseline outside today's bootstrap CI), kept so `benchmarks/regression_power.py` can measure
@@ -226,6 +227,7 @@ METRIC_REGRESSION_COLUMNS = [
     "bar",
     "detectable_change",
     "items_needed",
+    "items_to_detect",
     "verdict",
     "reason",
     "alert",
@@ -601,16 +603,16 @@ def compare_partitions(
             needed[i] = _items_needed(
                 name, tested[i], int(n_better[i]), base[i], bars[i], int(resamples[i])
             )
+    to_detect = np.full(n, np.nan)
     for i in np.flatnonzero(comparable):
         name = tests[i].name if tests[i] else EFFECT_ONLY
         if untestable[i]:
+            to_detect[i] = _items_to_detect(tested[i], int(n_better[i]), bars[i], int(resamples[i]))
             reason[i] = _untestable_reason(
                 int(counts[i, 0]),
                 floors[i],
                 bars[i],
-                tested[i],
-                int(n_better[i]),
-                int(resamples[i]),
+                to_detect[i],
                 p_worse[i] if too_few[i] else None,
             )
         elif degenerate[i] and name in UNPAIRED_TESTS:
@@ -659,6 +661,7 @@ def compare_partitions(
             "bar": np.where(comparable & has_test, bars, np.nan),
             "detectable_change": detectable,
             "items_needed": needed,
+            "items_to_detect": to_detect,
             "verdict": verdict,
             "reason": reason,
             "alert": alert,
@@ -690,33 +693,32 @@ def _items_needed(
     return math.nan
 
 
+def _items_to_detect(
+    worsening: np.ndarray | None, n_better: int, bar: float, n_resamples: int
+) -> float:
+    """About how many paired items would detect today's change alone at `bar` (the sign test's
+    for 0/±1 changes, the sign-flip test's else); NaN without paired items."""
+    if worsening is None or worsening.size == 0:
+        return math.nan
+    if np.isin(worsening, (-1.0, 0.0, 1.0)).all():
+        change = abs(float(worsening.sum())) / worsening.size
+        return sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
+    spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
+    return sign_flip_items_needed(spread, abs(float(worsening.mean())), bar, n_resamples)
+
+
 def _untestable_reason(
-    n_paired: int,
-    floor: float,
-    bar: float,
-    worsening: np.ndarray | None,
-    n_better: int,
-    n_resamples: int,
-    alerted_p: float | None,
+    n_paired: int, floor: float, bar: float, needed: float, alerted_p: float | None
 ) -> str:
-    """Why a row cannot be tested, and about how many items would detect today's change;
-    `alerted_p` (the metric's own one-sided p-value) when it is alerted on its effect."""
+    """Why a row cannot be tested, and about how many items (`needed`) would detect today's
+    change; `alerted_p` (the metric's own one-sided p-value) when it is alerted on its effect."""
     bounds = f"smallest reachable p {floor:.3g} > this metric's bar {bar:.3g}"
     if alerted_p is None:
         text = f"n = {n_paired}: too few items to test ({bounds})"
     else:
         own = f"its own test alone: p = {alerted_p:.3g}"
         text = f"{TOO_FEW_ITEMS}: n = {n_paired} ({bounds}; {own})"
-    if worsening is None or worsening.size == 0 or n_paired == 0:
-        return text
-    shift = abs(float(worsening.mean()))
-    if np.isin(worsening, (-1.0, 0.0, 1.0)).all():
-        change = abs(float(worsening.sum())) / worsening.size
-        needed = sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
-    else:
-        spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
-        needed = sign_flip_items_needed(spread, shift, bar, n_resamples)
-    if math.isfinite(needed):
+    if n_paired and math.isfinite(needed):
         text += f"; about {int(needed)} items would detect this change"
     return text
 

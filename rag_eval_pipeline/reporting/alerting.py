@@ -55,6 +55,8 @@ class AlertContext:
     report_path: str | None = None
     ui_url: str | None = None
     headline_metrics: Sequence[str] = ()
+    # The partition's headline (`evaluation.headline`), the words every surface leads with.
+    headline: str = ""
 
     @property
     def asset_link(self) -> str:
@@ -164,18 +166,18 @@ def alert_payload(
 ) -> dict[str, Any]:
     """One partition's alert: Slack `{"text": ...}` or a generic JSON document.
 
-    Title with the version and date; grouped by system, at most `MAX_LISTED_PER_SYSTEM`
-    metrics each (the rest counted); each with baseline → current, relative change, q and n;
-    then where to look (the report file, the asset partition). Every dataset-derived value in
-    Slack text is escaped (`slack_text`).
+    Title with the version, the date and the partition's headline; grouped by system, at most
+    `MAX_LISTED_PER_SYSTEM` metrics each (the rest counted); each with baseline → current,
+    relative change, q and n; then where to look (the report file, the asset partition). Every
+    dataset-derived value in Slack text is escaped (`slack_text`).
     """
     first = regressions.iloc[0]
     where = context or AlertContext(str(first["dataset_version"]), str(first["date"]))
     ordered = ordered_alerts(regressions, where.headline_metrics)
+    told = where.headline or f"{len(regressions)} alert(s)"
     title = (
-        f"rag_eval_pipeline: {len(regressions)} regression alert(s) on "
-        f"{where.dataset_version} {where.date} (baseline {first['baseline_version']} "
-        f"{first['baseline_date']})"
+        f"rag_eval_pipeline: {where.dataset_version} {where.date}: {told} "
+        f"(baseline {first['baseline_version']} {first['baseline_date']})"
     )
     groups = [(str(system), rows) for system, rows in ordered.groupby("system", sort=False)]
     look = [f"report: {where.report_path}"] if where.report_path else []

@@ -32,6 +32,15 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
+from rag_eval_pipeline.evaluation.headline import (
+    IMPROVEMENT,
+    MONITORED,
+    OUTAGE,
+    QUIET,
+    REGRESSION,
+    Headline,
+    headline,
+)
 from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
@@ -778,12 +787,9 @@ def changes_html(data: ReportData) -> str:
         sections: dict[str, pd.DataFrame] = {}
     else:
         sections = changes_by_section(data.comparisons, data.headline_metrics)
-        against = f"{html_text(data.baseline.version)} {html_text(data.baseline.date)}"
-        intro = (
-            ""
-            if sections
-            else f'<p class="ok">A quiet day: no significant change against {against}.</p>'
-        )
+        told = day_headline(data)
+        css = "ok" if told.state == QUIET else "headline"
+        intro = f'<p class="{css}" id="headline">{html_text(told.text)}</p>'
     parts = [intro]
     for section, rows in sections.items():
         body = [_change_row(r) for r in rows.itertuples()]
@@ -828,11 +834,6 @@ def week_html(data: ReportData) -> str:
     body = []
     for r in summary.itertuples():
         current = " current" if r.date == data.date else ""
-        verdict = (
-            "first evaluation"
-            if r.first
-            else ("quiet" if not (r.regressions or r.outages or r.improvements) else "")
-        )
         cells = "".join(
             f'<td class="num{" bad" if n and name != "improvements" else ""}">{n}</td>'
             for name, n in (
@@ -848,9 +849,9 @@ def week_html(data: ReportData) -> str:
         )
         body.append(
             f'<tr class="{current.strip()}"><td>{link}</td>{cells}'
-            f"<td>{html_text(r.largest) or html_text(verdict)}</td></tr>"
+            f"<td>{html_text(r.largest or r.headline)}</td></tr>"
         )
-    headers = ["Date", "Regressions", "Outages", "Improvements", "First regression"]
+    headers = ["Date", "Regressions", "Outages", "Improvements", "First regression, or the day"]
     return _table(headers, body, {1, 2, 3}, "week compact")
 
 
@@ -1053,15 +1054,29 @@ def trends_html(data: ReportData) -> str:
     )
 
 
+def day_headline(data: ReportData) -> Headline:
+    """The partition's headline (`evaluation.headline`): the counts and words of every surface."""
+    rows = data.comparisons if data.baseline is not None else data.comparisons.iloc[0:0]
+    return headline(rows.assign(role=roles(rows, data.headline_metrics)) if len(rows) else rows)
+
+
 def _kpis(data: ReportData) -> str:
     metrics = data.scorecard[data.scorecard["tier"].isin(SYSTEM_TIERS)]
     counts = metrics["band"].value_counts()
-    sections = changes_by_section(data.comparisons, data.headline_metrics) if data.baseline else {}
-    n_regressions = len(sections.get("Regressions", ()))
-    n_improved = len(sections.get("Improvements", ()))
+    told = day_headline(data)
+    changes = [
+        ("Regressions", told.counts[REGRESSION], "needs-attention"),
+        ("Outages", told.counts[OUTAGE], "needs-attention"),
+        ("Untestable primary", told.undecided, "needs-attention"),
+        ("Improvements", told.counts[IMPROVEMENT], "excellent"),
+        ("Monitored changes", told.counts[MONITORED], "neutral"),
+    ]
     cards = [
-        ("Regressions", n_regressions, "needs-attention" if n_regressions else "excellent"),
-        ("Improvements", n_improved, "excellent" if n_improved else "neutral"),
+        (label, n, css if n else ("excellent" if label == "Regressions" else "neutral"))
+        for label, n, css in changes
+        if n or label in ("Regressions", "Improvements")
+    ]
+    cards += [
         ("System metrics", len(metrics), "neutral"),
         ("Excellent", int(counts.get(EXCELLENT, 0)), "excellent"),
         ("Good", int(counts.get(GOOD, 0)), "good"),
@@ -1197,7 +1212,8 @@ white-space:nowrap}
 .delta-regressed{color:var(--bad);font-weight:700}
 .muted{color:var(--muted)}
 .hint{color:var(--muted);font-size:12px;margin-left:6px}
-.empty,.ok{margin:0;padding:12px 14px;border-radius:8px;background:var(--bg)}
+.empty,.ok,.headline{margin:0 0 12px;padding:12px 14px;border-radius:8px;background:var(--bg)}
+.headline{background:var(--bad-bg);color:var(--bad);font-weight:600}
 .ok{background:var(--exc-bg);color:var(--exc);font-weight:500}
 table.changes td:nth-child(3){min-width:10em}
 table.compact{font-size:13px}table.compact td,table.compact th{padding:4px 8px}
