@@ -38,6 +38,13 @@
   `RegressionRule.untested_tolerance` (20%) and whose own one-sided test alone has p < α is
   alerted, labeled "effect only: too few items to test" (a collapse on 6 questions, p = 1/64,
   is; one question out of 6 moving, p = 1/2, is not);
+- **coverage**: a metric whose scored items fell by more than `RegressionRule.coverage_tolerance`
+  (10%) of the baseline's (declined answers, failed generations, judge errors) reads
+  `coverage dropped: 10 of 20 items scored (was 20)`: `not comparable` (its mean is over other
+  items), or `regressed` with the words added when it regressed on the items left; alerted
+  for a primary metric (so a system cannot improve by answering fewer questions);
+- a **zero baseline** has no relative change (`relative_change` NaN, never infinite): the
+  surfaces print the change in points (`reporting.alerting.change_text`);
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
@@ -168,6 +175,8 @@ BRIDGED = "baseline rebuilt with today's"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
+# A metric that lost more than `RegressionRule.coverage_tolerance` of its scored items.
+COVERAGE_DROPPED = "coverage dropped"
 # The label of a primary metric alerted on its effect alone (its items are too few to test).
 TOO_FEW_ITEMS = "effect only: too few items to test"
 # A Monte Carlo test whose family's bar is finer than its resamples resolve gets enough of them
@@ -257,7 +266,8 @@ class PartitionScores:
 @dataclass(frozen=True)
 class RegressionRule:
     """FDR level α; the primary metrics' share of the weighted-BH budget; the relative bad
-    change beyond which an untestable primary metric is alerted on its effect; the
+    change beyond which an untestable primary metric is alerted on its effect; the share of
+    the baseline's scored items a metric may lose before its coverage dropped; the
     randomization tests' resamples and seed (a re-run gives the same)."""
 
     alpha: float = 0.05
@@ -265,6 +275,7 @@ class RegressionRule:
     seed: int = 0
     primary_share: float = 0.8
     untested_tolerance: float = 0.2
+    coverage_tolerance: float = 0.1
 
 
 def model_feeds(role: str, tier: str, system: str, metric: str) -> bool:
@@ -284,18 +295,46 @@ def is_quality_metric(tier: str, metric: str) -> bool:
 
 def _paired(
     current: pd.DataFrame, baseline: pd.DataFrame
-) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, int, int]]:
-    """Per key: paired (baseline, current) values of items finite on both dates, and the counts
-    of items with a value on the baseline only and on today only."""
-    both = baseline.merge(current, on=[*KEY, "item_id"], how="outer", suffixes=("_b", "_c"))
+) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, int, int, int]]:
+    """Per key: paired (baseline, current) values of items finite on both dates, the counts of
+    items with a value on the baseline only and on today only, and today's items with or
+    without a value (declined, failed or errored items have none)."""
+    both = baseline.merge(
+        current, on=[*KEY, "item_id"], how="outer", suffixes=("_b", "_c"), indicator=True
+    )
     paired = {}
     for key, rows in both.groupby(KEY, sort=False):
         base = rows["value_b"].to_numpy(dtype=float)
         cur = rows["value_c"].to_numpy(dtype=float)
         has_b, has_c = np.isfinite(base), np.isfinite(cur)
         ok = has_b & has_c
-        paired[key] = (base[ok], cur[ok], int((has_b & ~has_c).sum()), int((has_c & ~has_b).sum()))
+        today = int((rows["_merge"] != "left_only").sum())
+        paired[key] = (
+            base[ok],
+            cur[ok],
+            int((has_b & ~has_c).sum()),
+            int((has_c & ~has_b).sum()),
+            today,
+        )
     return paired
+
+
+def _coverage_dropped(
+    counts: np.ndarray, asked: np.ndarray, comparable: np.ndarray, rule: RegressionRule
+) -> tuple[np.ndarray, list[str]]:
+    """Rows whose scored items fell by more than `rule.coverage_tolerance` of the baseline's
+    (`counts`: paired, baseline only, today only; `asked`: today's items, scored or not), and
+    each one's words: `coverage dropped: 10 of 20 items scored (was 20)`."""
+    was = counts[:, 0] + counts[:, 1]
+    now = counts[:, 0] + counts[:, 2]
+    dropped = comparable & (asked > 0) & (was - now > rule.coverage_tolerance * was)
+    words = [
+        f"{COVERAGE_DROPPED}: {now[i]} of {asked[i]} items scored (was {was[i]})"
+        if dropped[i]
+        else ""
+        for i in range(len(counts))
+    ]
+    return dropped, words
 
 
 def _unpaired(
@@ -518,7 +557,7 @@ def compare_partitions(
     allowed = np.maximum(tolerance * np.abs(base), rows["regression_min_change"].to_numpy(float))
     worsening = np.where(higher, base - cur, cur - base)
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(base != 0, (cur - base) / np.abs(base), np.sign(cur - base) * np.inf)
+        relative = np.where(base != 0, (cur - base) / np.abs(base), np.nan)
     paired = _paired(current.items, baseline.items) if baseline is not None else {}
     samples = _unpaired(current.samples, baseline.samples) if baseline is not None else {}
     changed = _changed_roles(current, baseline) if baseline is not None else {}
@@ -528,6 +567,7 @@ def compare_partitions(
     tested: list[np.ndarray | None] = [None] * n
     reason = np.full(n, "", dtype=object)
     counts = np.zeros((n, 3), dtype=np.int64)
+    asked = np.zeros(n, dtype=np.int64)
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
         moved = [
             f"{who} changed ({ids})"
@@ -539,7 +579,7 @@ def compare_partitions(
         reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))
         if items is not None:
-            counts[i] = (items[0].size, items[2], items[3])
+            counts[i], asked[i] = (items[0].size, items[2], items[3]), items[4]
         elif sample is not None:
             counts[i, 1:] = (sample[0].size, sample[1].size)
         if reason[i]:
@@ -627,9 +667,15 @@ def compare_partitions(
             )
         if monitor[i]:
             reason[i] += " (monitored: never alerted)"
+    dropped, coverage = _coverage_dropped(counts, asked, comparable, rule)
+    for i in np.flatnonzero(dropped):
+        keep = verdict[i] == REGRESSED
+        reason[i] = f"{reason[i]}; {coverage[i]}" if keep else f"{coverage[i]} ({reason[i]})"
+        verdict[i] = verdict[i] if keep else NOT_COMPARABLE
     alert = ~monitor & (
         regressed
         | too_few
+        | (dropped & primary)
         | (reason == MISSING_TODAY)
         | np.char.startswith(reason.astype(str), OUTAGE)
     )

@@ -74,6 +74,7 @@ class Thresholds:
     baseline_systems: Sequence[str] = ()
     primary_share: float = 0.8
     untested_tolerance: float = 0.2
+    coverage_tolerance: float = 0.1
 
     @classmethod
     def load(cls, path: Path) -> Thresholds:
@@ -91,6 +92,7 @@ class Thresholds:
             baseline_systems=roles.get("baseline_systems") or (),
             primary_share=float((raw.get("alert_budget") or {}).get(PRIMARY, 0.8)),
             untested_tolerance=float(raw.get("untested_tolerance", 0.2)),
+            coverage_tolerance=float(raw.get("coverage_tolerance", 0.1)),
         )
         thresholds.check(path)
         return thresholds
@@ -128,6 +130,10 @@ class Thresholds:
             )
         if not self.untested_tolerance > 0.0:
             raise ValueError(f"{path}: untested_tolerance: {self.untested_tolerance!r} is not > 0")
+        if not 0.0 <= self.coverage_tolerance < 1.0:
+            raise ValueError(
+                f"{path}: coverage_tolerance: {self.coverage_tolerance!r} is not in [0, 1)"
+            )
 
     def role(self, tier: str, system: str, metric: str, version: str) -> str:
         """The role of `metric` of `system`: a `role` in the metric's rule (version overrides

@@ -9,6 +9,7 @@ it returns what happened, so a broken webhook is logged and the sensor goes on.
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
@@ -80,6 +81,28 @@ def number(value: Any, template: str = "{:.4f}") -> str:
     return template.format(value)
 
 
+def change_text(relative: Any, base: Any = None, value: Any = None) -> str:
+    """A relative change as a signed percentage (`-12.5%`); from a zero baseline, where no
+    relative change exists, the change in points (`+50.0 points` for a value within 0–1,
+    else `+3.2 from 0`): never infinite; `—` when unknown."""
+    if relative is not None and not pd.isna(relative) and math.isfinite(relative):
+        return f"{relative:+.1%}"
+    if base is None or pd.isna(base) or base != 0 or value is None or pd.isna(value):
+        return "—"
+    if 0.0 <= float(value) <= 1.0:
+        return f"{float(value) * 100:+.1f} points"
+    return f"{float(value):+.4g} from 0"
+
+
+def row_change(row: Any) -> str:
+    """`change_text` of a verdict row (its relative change, baseline and value)."""
+    return change_text(
+        getattr(row, "relative_change", None),
+        getattr(row, "baseline_value", None),
+        getattr(row, "value", None),
+    )
+
+
 def sample_size(row: Any) -> str:
     """`<pairs>`, `<baseline> vs <today>` for an unpaired test's two samples, `effect only` for
     a row without a test; "" if unknown."""
@@ -111,7 +134,7 @@ def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
     if reason == MISSING_TODAY:
         return f"{name}: {number(row.baseline_value)} → missing today"
     details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size_suffix(row)
-    change = number(row.relative_change, "{:+.1%}")
+    change = row_change(row)
     labelled = reason.startswith((OUTAGE, TOO_FEW_ITEMS))
     label = f" — {escape(reason.split(';')[0])}" if labelled else ""
     return f"{name}: {number(row.baseline_value)} → {number(row.value)} ({change}{details}){label}"

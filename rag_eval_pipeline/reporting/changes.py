@@ -24,7 +24,7 @@ from rag_eval_pipeline.evaluation.headline import (
     change_kinds,
     headline,
 )
-from rag_eval_pipeline.reporting.alerting import number, sample_size
+from rag_eval_pipeline.reporting.alerting import change_text, sample_size
 
 # Row kind (`evaluation.headline.change_kinds`) → section of "What changed", in display order.
 KIND_SECTIONS = {
@@ -117,7 +117,8 @@ def _described(row: pd.Series) -> str:
     q = "" if pd.isna(row["q_value"]) else f"q = {row['q_value']:.2g}"
     n = size if size in ("", "effect only") else f"n = {size}"
     details = ", ".join(part for part in (q, n) if part)
-    change = number(row["relative_change"], "{:+.1%}").replace("-", "−")
+    change = change_text(row["relative_change"], row.get("baseline_value"), row.get("value"))
+    change = change.replace("-", "−")
     return f"{row['system']} {row['metric']} {change} ({details}) → {row['where']}"
 
 

@@ -45,7 +45,7 @@ from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
-from rag_eval_pipeline.reporting.alerting import items_needed_lines, sample_size
+from rag_eval_pipeline.reporting.alerting import change_text, items_needed_lines, sample_size
 from rag_eval_pipeline.reporting.changes import (
     PRIMARY,
     changes_by_section,
@@ -181,11 +181,11 @@ def format_count(value: object) -> str:
     return "—" if math.isnan(number) else f"{number:,.0f}"
 
 
-def format_change(relative: float) -> str:
-    """A relative change as a signed percentage (`+4.2%`, `−12.0%`)."""
-    if not math.isfinite(relative):
-        return "new" if math.isnan(relative) else ("+∞" if relative > 0 else "−∞")
-    return f"{relative * 100:+.1f}%".replace("-", "−")
+def format_change(relative: float, base: object = None, value: object = None) -> str:
+    """A relative change as a signed percentage (`+4.2%`, `−12.0%`); from a zero baseline the
+    change in points (`alerting.change_text`); `new` without a baseline."""
+    text = change_text(relative, base, value)
+    return "new" if text == "—" else text.replace("-", "−")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -498,17 +498,19 @@ def with_baseline_change(scorecard: pd.DataFrame, baseline: Baseline | None) -> 
     return merged.assign(relative_change=change)
 
 
-def _change_cell(
-    relative: float, higher_is_better: bool, regressed: bool, incomparable: str | None = None
-) -> str:
+def _change_cell(r: Any, regressed: bool, incomparable: str | None = None) -> str:
+    """The Δ cell of scorecard row `r`: its change (`format_change`) coloured by direction."""
+    text = format_change(r.relative_change, r.baseline_value, r.value)
     if incomparable:
-        return f'<td class="num muted">{format_change(relative)} ({html_text(incomparable)})</td>'
-    if math.isnan(relative):
+        return f'<td class="num muted">{text} ({html_text(incomparable)})</td>'
+    delta = float(r.value) - float(r.baseline_value)
+    if text == "new" or math.isnan(delta):
         return '<td class="num muted">—</td>'
-    worse = relative < 0 if higher_is_better else relative > 0
-    css = "flat" if abs(relative) < 0.005 else ("worse" if worse else "better")
+    worse = delta < 0 if bool(r.higher_is_better) else delta > 0
+    flat = abs(delta) < 0.005 * abs(float(r.baseline_value)) or delta == 0
+    css = "flat" if flat else ("worse" if worse else "better")
     css = "regressed" if regressed else css
-    return f'<td class="num delta delta-{css}">{format_change(relative)}</td>'
+    return f'<td class="num delta delta-{css}">{text}</td>'
 
 
 def scorecard_summary_html(
@@ -553,7 +555,7 @@ def scorecard_summary_html(
                 f'<td class="num strong">{format_value(r.value)}</td>'
                 f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
                 f'<td class="num">{format_count(r.count)}</td>'
-                f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed, moved)}"
+                f"{_change_cell(r, is_regressed, moved)}"
                 f'<td class="num muted">'
                 f"{format_detectable(detectable.get((r.tier, r.system, r.metric), math.nan))}</td>"
                 f"<td>{_band_pill(r.band)}</td>{spark}</tr>"
@@ -766,7 +768,8 @@ def _change_row(r: Any) -> str:
         f"{_direction(r.higher_is_better)}</td>"
         f'<td class="num">{format_value(r.baseline_value)}</td>'
         f'<td class="num strong">{format_value(r.value)}</td>'
-        f'<td class="num delta {css}">{format_change(r.relative_change)}</td>'
+        f'<td class="num delta {css}">'
+        f"{format_change(r.relative_change, r.baseline_value, r.value)}</td>"
         f'<td class="num">{format_q(r.q_value)}</td>'
         f'<td class="num">{html_text(sample_size(r))}</td>'
         f'<td>{html_text(r.where)}<div class="hint">{html_text(r.reason)}</div></td></tr>'
@@ -974,7 +977,8 @@ def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
     return {
         (r.date, r.tier, r.system, r.metric): (
             f"Regression on {r.date}: {r.system} {r.metric} = {format_value(r.value)}, "
-            f"{format_change(r.relative_change)} vs {format_value(r.baseline_value)} on "
+            f"{format_change(r.relative_change, r.baseline_value, r.value)} vs "
+            f"{format_value(r.baseline_value)} on "
             f"{r.baseline_version} {r.baseline_date} (tolerance {r.threshold:.0%})"
         )
         for r in marks.itertuples()

@@ -191,6 +191,7 @@ def metric_regressions(
         config.seed,
         thresholds.primary_share,
         thresholds.untested_tolerance,
+        thresholds.coverage_tolerance,
     )
     verdicts = compare_partitions(current, previous, rule)
     if changes:
