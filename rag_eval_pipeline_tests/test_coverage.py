@@ -1,5 +1,6 @@
 """Coverage is part of a verdict: a metric whose scored items fall says so (alerted when
-primary); a declined answer scores 0 in the composite and the E2E score; no change is infinite."""
+primary); a declined answer scores 0 in the composite and the E2E score; no change is infinite;
+a day without traffic is one `no traffic` verdict."""
 
 from __future__ import annotations
 
@@ -145,6 +146,7 @@ def test_declining_can_never_raise_the_composite_or_the_e2e_score() -> None:
 
 
 DECLINE = "I'm not sure, please contact support."
+DAY1, DAY2 = "2026-11-20", "2026-11-21"
 
 
 def write_logged_version(folder: Path, declined: set[int]) -> None:
@@ -173,16 +175,30 @@ def write_logged_version(folder: Path, declined: set[int]) -> None:
     (folder / "dataset.yaml").write_text("system: logged\n")
 
 
-def test_a_system_that_declines_half_its_questions_cannot_look_better(tmp_path: Path) -> None:
+def write_traffic(folder: Path, day: str) -> int:
+    """demo-v1's logged interactions, all on `day` at their time of day."""
+    source = Path(__file__).resolve().parents[1] / "data" / "datasets" / "demo-v1"
+    logs = pd.read_json(source / "logs.jsonl", lines=True, dtype={"timestamp": str})
+    logs["timestamp"] = [f"{day}T{str(t)[11:19]}Z" for t in logs["timestamp"]]
+    logs.to_json(folder / "logs.jsonl", orient="records", lines=True)
+    return len(logs)
+
+
+def test_declining_half_the_questions_and_a_day_without_traffic(tmp_path: Path) -> None:
+    """Day 2 of a logged system: half its answers decline, and no interaction is logged (the
+    logs hold day 1 only). Its faithfulness (1.0 on the answers left) says coverage dropped
+    and alerts; its composite and E2E score fall; the traffic tier is one `no traffic` alert;
+    with `traffic_every_day: false` that is a note."""
     data, home = tmp_path / "data", tmp_path / "home"
     folder = data / "datasets" / "declines"
     write_logged_version(folder, set())
-    rag_eval(data, home, "run", "--date", "2026-11-20")
+    n_logs = write_traffic(folder, DAY1)
+    rag_eval(data, home, "run", "--date", DAY1)
     write_logged_version(folder, set(range(10, 20)))
-    completed = rag_eval_process(data, home, "run", "--date", "2026-11-21", "--fail-on-regression")
+    completed = rag_eval_process(data, home, "run", "--date", DAY2, "--fail-on-regression")
     assert completed.returncode == 3, completed.stdout + completed.stderr
-    warehouse = data / "warehouse" / "metric_regressions" / "declines" / "2026-11-21.parquet"
-    verdicts = pd.read_parquet(warehouse)
+    stored = data / "warehouse" / "metric_regressions" / "declines" / f"{DAY2}.parquet"
+    verdicts = pd.read_parquet(stored)
     e2e = verdicts[verdicts["tier"] == "tier3_e2e"].set_index("metric")
     faithful = e2e.loc["avg_faithfulness"]
     assert faithful["reason"].startswith("coverage dropped: 10 of 20 items scored (was 20)")
@@ -193,5 +209,23 @@ def test_a_system_that_declines_half_its_questions_cannot_look_better(tmp_path: 
     assert (refusals["baseline_value"], refusals["value"]) == (0.0, 0.5)
     assert np.isnan(refusals["relative_change"])
     assert "inf" not in completed.stdout
+    traffic = verdicts[verdicts["tier"] == "traffic"]
+    assert len(traffic) > 5 and set(traffic["verdict"]) == {"not comparable"}
+    assert traffic.loc[traffic["alert"], "metric"].tolist() == ["volume"]
+    assert traffic.loc[traffic["alert"], "reason"].iloc[0] == (
+        f"no traffic: no interaction today ({n_logs} on the baseline date)"
+    )
+    assert (traffic.loc[~traffic["alert"], "reason"] == "no traffic today").all()
     summary = next(x for x in completed.stdout.splitlines() if x.startswith("declines|"))
-    assert "outage" in summary, summary
+    told = headline(verdicts)
+    assert told.counts["outage"] == 2  # faithfulness's coverage, and no traffic
+    assert summary == f"declines|{DAY2}: needs a look: {told.text}", summary
+    n_alerts = int(verdicts["alert"].sum())
+    (folder / "dataset.yaml").write_text("system: logged\ntraffic_every_day: false\n")
+    again = rag_eval_process(data, home, "run", "--date", DAY2)
+    assert again.returncode == 0, again.stdout + again.stderr
+    verdicts = pd.read_parquet(stored)
+    assert not verdicts.loc[verdicts["tier"] == "traffic", "alert"].any()
+    assert int(verdicts["alert"].sum()) == n_alerts - 1
+    volume = verdicts.loc[verdicts["metric"] == "volume", "reason"].iloc[0]
+    assert volume.endswith("(not expected every day: dataset.yaml traffic_every_day)")

@@ -77,6 +77,7 @@ def test_the_staged_change_drops_the_answers_of_a_seeded_fraction() -> None:
     ("text", "message"),
     [
         ("traffic_replay: yes please\n", "must be true or false"),
+        ("traffic_every_day: sometimes\n", "must be true or false"),
         ("staged_change_days_ago: 0\n", "number of days from 1 to 365"),
         ("staged_change_drop: 1.5\n", "fraction of questions in (0, 1]"),
     ],

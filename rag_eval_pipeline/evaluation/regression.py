@@ -43,6 +43,10 @@
   `coverage dropped: 10 of 20 items scored (was 20)`: `not comparable` (its mean is over other
   items), or `regressed` with the words added when it regressed on the items left; alerted
   for a primary metric (so a system cannot improve by answering fewer questions);
+- **no traffic**: a traffic tier with interactions on the baseline date and none today is one
+  alert on its `volume` row, `no traffic: no interaction today (N on the baseline date)`; its
+  other metrics read `no traffic today`, not alerted. `dataset.yaml`'s `traffic_every_day:
+  false` (traffic that may pause, e.g. on weekends) makes it a note, not an alert;
 - a **zero baseline** has no relative change (`relative_change` NaN, never infinite): the
   surfaces print the change in points (`reporting.alerting.change_text`);
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
@@ -177,6 +181,9 @@ OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
 # A metric that lost more than `RegressionRule.coverage_tolerance` of its scored items.
 COVERAGE_DROPPED = "coverage dropped"
+# A traffic tier without interactions today, after some on the baseline date: one alert.
+NO_TRAFFIC = "no traffic"
+TRAFFIC_TIER, VOLUME = "traffic", "volume"
 # The label of a primary metric alerted on its effect alone (its items are too few to test).
 TOO_FEW_ITEMS = "effect only: too few items to test"
 # A Monte Carlo test whose family's bar is finer than its resamples resolve gets enough of them
@@ -261,6 +268,8 @@ class PartitionScores:
     # tier could not be bridged.
     bridged: Mapping[str, frozenset[tuple[str, str, str]]] = field(default_factory=dict)
     bridge_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # `dataset.yaml`'s `traffic_every_day`: a day without traffic is an outage (else a note).
+    traffic_every_day: bool = True
 
 
 @dataclass(frozen=True)
@@ -317,6 +326,30 @@ def _paired(
             today,
         )
     return paired
+
+
+def _no_traffic(
+    rows: pd.DataFrame, base: np.ndarray, cur: np.ndarray, every_day: bool
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The traffic tier's rows of systems with interactions on the baseline date and none
+    today, the one row of each (`volume`) that carries the alert (when traffic is expected
+    every day), and their words: one `no traffic` verdict, not one per metric."""
+    tier, system, metric = (rows[k].to_numpy() for k in KEY)
+    lost = (tier == TRAFFIC_TIER) & (metric == VOLUME) & (base > 0) & ~(cur > 0)
+    silent = {s for s, gone in zip(system, lost, strict=True) if gone}
+    rows_of = (tier == TRAFFIC_TIER) & np.isin(system, list(silent))
+    note = "" if every_day else " (not expected every day: dataset.yaml traffic_every_day)"
+    words = [
+        (
+            f"{NO_TRAFFIC}: no interaction today ({base[i]:.0f} on the baseline date){note}"
+            if lost[i]
+            else f"{NO_TRAFFIC} today"
+        )
+        if rows_of[i]
+        else ""
+        for i in range(len(rows))
+    ]
+    return rows_of, lost & every_day, words
 
 
 def _coverage_dropped(
@@ -568,6 +601,7 @@ def compare_partitions(
     reason = np.full(n, "", dtype=object)
     counts = np.zeros((n, 3), dtype=np.int64)
     asked = np.zeros(n, dtype=np.int64)
+    silent, outage, silence = _no_traffic(rows, base, cur, current.traffic_every_day)
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
         moved = [
             f"{who} changed ({ids})"
@@ -577,6 +611,8 @@ def compare_partitions(
             and (tier, system, metric) not in baseline.bridged.get(who, frozenset())
         ]
         reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
+        if silent[i] and baseline is not None:
+            reason[i] = silence[i]
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))
         if items is not None:
             counts[i], asked[i] = (items[0].size, items[2], items[3]), items[4]
@@ -676,6 +712,7 @@ def compare_partitions(
         regressed
         | too_few
         | (dropped & primary)
+        | (outage & (baseline is not None))
         | (reason == MISSING_TODAY)
         | np.char.startswith(reason.astype(str), OUTAGE)
     )

@@ -10,6 +10,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
@@ -43,6 +44,7 @@ from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
 from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
+from rag_eval_pipeline.storage.parquet import StoredTables
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
 SHOWN = [
@@ -66,6 +68,15 @@ class RegressionConfig(Config):
     thresholds_file: str = str(THRESHOLDS_FILE)
     n_resamples: int = 10000
     seed: int = 0
+
+
+def traffic_every_day(store: WarehouseStore, version: str, date: str) -> bool:
+    """`dataset.yaml`'s `traffic_every_day` in the partition's stored dataset snapshot (True
+    when it has none)."""
+    folder = store.partition_path("golden_dataset", version, date).with_suffix("")
+    if not folder.exists():
+        return True
+    return DatasetManifest.from_frame(StoredTables.open(folder).read("manifest")).traffic_every_day
 
 
 def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[str, str | None]:
@@ -134,6 +145,7 @@ def metric_regressions(
         item_scores(today_tables),
         identities,
         item_scores(today_tables, SAMPLE_SOURCES),
+        traffic_every_day=traffic_every_day(store, version, day),
     )
     chosen = baseline.select(store, version, day)
     previous = None
