@@ -157,7 +157,7 @@ def test_changes_are_grouped_by_verdict_kind_primary_first() -> None:
     ]
     assert sections["Regressions"]["metric"].tolist() == ["mrr", "recall@10"]  # primary first
     assert sections["Regressions"]["role"].tolist() == ["primary", "secondary"]
-    assert sections["Regressions"]["where"].iloc[0] == "retrieval_metrics (per query)"
+    assert sections["Regressions"]["where"].iloc[0] == "retrieval_metrics"
     with_roles = verdicts().assign(role=["secondary", "primary", None, None, None])
     assert roles(with_roles, ["mrr"]).tolist()[:2] == ["secondary", "primary"]
     new_kind = verdicts().assign(verdict=["effect only", *verdicts()["verdict"][1:]])
@@ -170,7 +170,7 @@ def test_changes_are_grouped_by_verdict_kind_primary_first() -> None:
         [0, 0, 0],
     ]
     assert week.loc[0, "largest"] == (
-        "s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics (per query)"
+        "s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics"
     )
 
 

@@ -346,3 +346,33 @@ def test_rater_export_writes_the_next_labels_file(demo: DemoRuns) -> None:
     assert len(exported) == metadata["n_tasks"].value == 20
     assert {"label_id", "question", "context", "answer", "human_overall_rater_b"} <= set(exported)
     assert Path(metadata["csv_path"].value).is_relative_to(demo.warehouse.parent)
+
+
+def test_every_where_to_look_of_the_report_leads_to_the_rows(demo: DemoRuns) -> None:
+    """Each "Where to look" of the regression day's report names an asset and its group in the
+    UI; that asset's partition holds the row's system and metric."""
+    from rag_eval_pipeline.definitions import defs
+    from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES
+
+    page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY2}.html").read_text()
+    rows = re.findall(
+        r'<tr><td><span class="role[^"]*">[^<]*</span></td><td>([^<]*)</td><td>([^<]*)</td>'
+        r"<td><code>([^<]*)</code>.*?</td>.*?<td>([^<]*)<div class=\"hint\">",
+        page,
+    )
+    assert len(rows) > 10
+    graph = defs.resolve_asset_graph()
+    sources = {**ITEM_SOURCES, **SAMPLE_SOURCES}
+    followed = set()
+    for tier, system, metric, where in rows:
+        asset, group = re.fullmatch(r"(\w+) in group (\w+)", where).groups()
+        assert graph.get(AssetKey(asset)).group_name == group, where
+        table = read(demo, asset, DAY2)
+        if asset in sources:
+            items = sources[asset](table)
+            held = items[(items["system"] == system) & (items["metric"] == metric)]
+            assert len(held) and set(held["tier"]) == {tier}, (system, metric, where)
+        else:
+            assert system in set(table["system"]), (system, metric, where)
+        followed.add(asset)
+    assert {"retrieval_metrics", "system_retrieval_metrics", "e2e_judgments"} <= followed

@@ -228,7 +228,7 @@ def test_report_content_bands_regressions_and_cross_version(store: WarehouseStor
     regressions = page.split('id="regressions"')[1].split("</table>")[0]
     assert regressions.count("<tr>") == 3  # header + dense hit_rate@1 and mrr
     assert "2, 0 primary" in text  # regressions, primary ones (hit_rate@1, mrr: secondary)
-    assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics (per query)")
+    assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics")
     week = page.split("day(s)</h3>")[1].split("</table>")[0]  # dates with stored verdicts
     assert f"<td>{D3}</td>" in week and "dense hit_rate@1 −52.4% (effect only)" in week
     assert page.index('id="changes"') < page.index('id="scorecard"') < page.index('id="judge"')

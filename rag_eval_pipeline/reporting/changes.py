@@ -10,7 +10,7 @@ metrics are primary and the rest secondary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -38,17 +38,37 @@ OUTAGES = KIND_SECTIONS[OUTAGE]
 SECTION_ORDER = tuple(KIND_SECTIONS.values())
 PRIMARY, SECONDARY = "primary", "secondary"
 PRIMARY_TIERS = ("tier0_embedding", "tier1_retrieval", "tier2_generation", "tier3_e2e")
-# Where the per-item rows behind a tier's metrics are (the asset to open in the UI).
-DRILL_DOWN = {
+# The asset holding a tier's metrics when no per-item asset holds a metric (its quality
+# asset), e.g. traffic volume or the embedding's cluster figures.
+TIER_ASSETS = {
     "tier0_embedding": "embedding_quality",
-    "tier1_retrieval": "retrieval_metrics (per query)",
-    "tier2_generation": "generation_judgments (per question)",
-    "tier3_e2e": "e2e_judgments (per question)",
-    "traffic": "traffic_metrics, traffic_judgments (per interaction)",
+    "tier1_retrieval": "retrieval_metrics",
+    "tier2_generation": "generation_judgments",
+    "tier3_e2e": "e2e_judgments",
+    "traffic": "traffic_metrics",
     "ux": "ux_metrics",
     "judge_reliability": "judge_reliability",
     "show_judge": "show_judge_quality",
+    "cost": "evaluation_scorecard",
 }
+
+
+def where_to_look(
+    rows: pd.DataFrame, sources: pd.DataFrame, groups: Mapping[str, str | None]
+) -> pd.Series:
+    """Per verdict row, the asset holding its rows and its group in the Dagster UI:
+    `system_retrieval_metrics in group 4_end_to_end`. `sources` (`item_scores.item_sources`)
+    names the per-item asset of each (tier, system, metric); others fall back on the tier's
+    asset (`TIER_ASSETS`)."""
+    found = rows[["tier", "system", "metric"]].merge(
+        sources, on=["tier", "system", "metric"], how="left"
+    )["asset"]
+    fallback = rows["tier"].map(lambda t: TIER_ASSETS.get(str(t), "evaluation_scorecard"))
+    assets = found.where(found.notna().to_numpy(), fallback.to_numpy())
+    words = [
+        f"{asset} in group {groups[asset]}" if groups.get(asset) else str(asset) for asset in assets
+    ]
+    return pd.Series(words, index=rows.index, dtype=object)
 
 
 def roles(frame: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.Series:
@@ -70,7 +90,11 @@ def changes_by_section(
     with_roles = comparisons.assign(role=roles(comparisons, headline_metrics))
     rows = with_roles.assign(
         section=change_kinds(with_roles).map(KIND_SECTIONS),
-        where=comparisons["tier"].map(lambda t: DRILL_DOWN.get(str(t), str(t))),
+        where=(
+            comparisons["where"]
+            if "where" in comparisons.columns
+            else comparisons["tier"].map(lambda t: TIER_ASSETS.get(str(t), str(t)))
+        ),
     )
     rows = rows[rows["section"].notna()]
     rows = rows.assign(

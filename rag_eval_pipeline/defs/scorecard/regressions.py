@@ -22,7 +22,12 @@ from rag_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.evaluation.composite import load_weights
-from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.item_scores import (
+    ITEM_SOURCES,
+    SAMPLE_SOURCES,
+    item_scores,
+    item_sources,
+)
 from rag_eval_pipeline.evaluation.model_bridge import (
     ANSWER_TIERS,
     BRIDGE_COLUMNS,
@@ -42,6 +47,7 @@ from rag_eval_pipeline.evaluation.regression import (
 )
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
+from rag_eval_pipeline.reporting.changes import where_to_look
 from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.storage.parquet import StoredTables
@@ -77,6 +83,18 @@ def traffic_every_day(store: WarehouseStore, version: str, date: str) -> bool:
     if not folder.exists():
         return True
     return DatasetManifest.from_frame(StoredTables.open(folder).read("manifest")).traffic_every_day
+
+
+def asset_groups() -> dict[str, str]:
+    """Asset name → its group in the Dagster UI, from the code location's assets (imported
+    here: `definitions` imports this module)."""
+    from rag_eval_pipeline.definitions import ALL_ASSETS
+
+    return {
+        key.to_user_string(): group
+        for assets in ALL_ASSETS
+        for key, group in assets.group_names_by_key.items()
+    }
 
 
 def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[str, str | None]:
@@ -206,6 +224,7 @@ def metric_regressions(
         thresholds.coverage_tolerance,
     )
     verdicts = compare_partitions(current, previous, rule)
+    verdicts["where"] = where_to_look(verdicts, item_sources(today_tables), asset_groups())
     if changes:
         verdicts["reason"] = bridge_reasons(verdicts, bridge, changes)
     counts = verdicts["verdict"].value_counts()
