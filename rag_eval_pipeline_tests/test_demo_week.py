@@ -169,9 +169,7 @@ def test_changes_are_grouped_by_verdict_kind_primary_first() -> None:
         [2, 1, 1],
         [0, 0, 0],
     ]
-    assert week.loc[0, "largest"] == (
-        "s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics"
-    )
+    assert week.loc[0, "largest"] == ("s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics")
 
 
 def test_a_sparkline_is_inline_svg_with_the_regression_marked() -> None:

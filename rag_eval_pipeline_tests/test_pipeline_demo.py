@@ -188,9 +188,14 @@ def test_quality_assets_record_float_metadata_and_a_table(demo: DemoRuns) -> Non
         metadata = latest_metadata(demo, asset)
         floats = [k for k, v in metadata.items() if isinstance(v, FloatMetadataValue)]
         assert floats, asset
+        # one series per version in the Plots tab: every metric's key starts with the version
+        # (the others are settings, such as the judge check's delta)
+        metrics = [k for k in floats if "/" in k]
+        assert metrics and all(k.startswith(f"{VERSION}/") for k in metrics), asset
         assert "summary" in metadata, asset
     scorecard_metadata = latest_metadata(demo, "evaluation_scorecard")
-    assert isinstance(scorecard_metadata["tier1_retrieval/dense/hit_rate@1"], FloatMetadataValue)
+    plotted = scorecard_metadata[f"{VERSION}/tier1_retrieval/dense/hit_rate@1"]
+    assert isinstance(plotted, FloatMetadataValue)
 
 
 def test_second_date_reuses_every_embedding(demo: DemoRuns) -> None:

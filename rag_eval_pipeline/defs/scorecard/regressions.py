@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, plotted_key
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import (
@@ -232,7 +232,10 @@ def metric_regressions(
     context.add_output_metadata(
         {
             **headline_metadata(
-                {f"n_{v.replace(' ', '_')}": float(counts.get(v, 0)) for v in VERDICTS}
+                {
+                    plotted_key(version, f"n_{v.replace(' ', '_')}"): float(counts.get(v, 0))
+                    for v in VERDICTS
+                }
             ),
             "n_alerts": MetadataValue.int(n_alerts),
             "baseline": MetadataValue.text(
