@@ -321,24 +321,27 @@ def cast_llm(resource: object) -> LLMResource:
 def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
     """Evaluate the versions in `args.parallel` processes side by side (version i in process
     i mod N, each version's dates in order, as the run queue runs partitions side by side);
-    their lines are relayed whole. Returns the worst exit code."""
+    their lines are relayed whole, the days in date order (`reporting.day_lines`). Returns the
+    worst exit code."""
     import threading
 
-    groups = [list(versions[i :: args.parallel]) for i in range(args.parallel)]
+    from rag_eval_pipeline.reporting.day_lines import DayOrder
+
+    groups = [g for i in range(args.parallel) if (g := list(versions[i :: args.parallel]))]
     common = ["run", "--log-level", args.log_level, "--quiet-end"]
     common += ["--days", str(args.days)] if args.days else ["--date", args.date]
     common += ["--force"] if args.force else []
     common += ["--fail-on-regression"] if args.fail_on_regression else []
     common += ["--select", args.select] if args.select else []
-    lock = threading.Lock()
+    order = DayOrder(len(groups), lambda text: print(text, end="", flush=True))
 
-    def relay(stream: Any) -> None:
+    def relay(process: int, stream: Any) -> None:
         for line in stream:
-            with lock:
-                print(line, end="", flush=True)
+            order.line(process, line)
+        order.end(process)
 
     processes = []
-    for group in (g for g in groups if g):
+    for index, group in enumerate(groups):
         named = [arg for version in group for arg in ("--dataset-version", version)]
         process = subprocess.Popen(
             [sys.executable, "-m", "rag_eval_pipeline.cli", *common, *named],
@@ -346,7 +349,7 @@ def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
             text=True,
             bufsize=1,
         )
-        thread = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+        thread = threading.Thread(target=relay, args=(index, process.stdout), daemon=True)
         thread.start()
         processes.append((process, thread))
     codes = []
@@ -400,12 +403,18 @@ def _print_next_steps(versions: Sequence[str], days: Sequence[str]) -> None:
         print("\nreports:")
         for path in present:
             print(terminal_text(f"  {path.as_uri()}"))
-    print(
-        "next: open the report above, or try\n"
-        "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
-        "  rag-eval scorecard --system rag     one system's metrics (part of its name)\n"
-        "  make ui                             the asset graph and the plots over dates"
-    )
+    from rag_eval_pipeline.reporting.commands import make_ui_command, rag_eval_command
+
+    command, ui = rag_eval_command(), make_ui_command()
+    hints = [
+        (f"{command} scorecard --tier tier1", "the numbers, grouped by version and tier"),
+        (f"{command} scorecard --system rag", "one system's metrics (part of its name)"),
+        (ui, "the asset graph and the plots over dates"),
+    ]
+    width = max(len(hint) for hint, _ in hints) + 2
+    print("next: open the report above, or try")
+    for hint, meaning in hints:
+        print(terminal_text(f"  {hint:<{width}} {meaning}"))
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:

@@ -40,6 +40,7 @@ from rag_eval_pipeline.evaluation.headline import (
 )
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
+from rag_eval_pipeline.reporting.commands import rag_eval_command
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
@@ -166,7 +167,8 @@ def partition_summary(
         lines.append(f"  {n_alerts} alert(s) (asset metric_regressions):")
         lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
         if n_alerts > MAX_PRINTED:
-            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
+            more = f"{rag_eval_command()} alerts --dataset-version {version}"
+            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more ({more}, the report)")
     undecided = undecided_rows(verdicts) if verdicts is not None else verdicts
     if undecided is not None and len(undecided):
         lines.append(f"  {len(undecided)} untestable primary change(s), not alerted:")
