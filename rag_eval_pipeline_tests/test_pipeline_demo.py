@@ -381,3 +381,16 @@ def test_every_where_to_look_of_the_report_leads_to_the_rows(demo: DemoRuns) -> 
             assert system in set(table["system"]), (system, metric, where)
         followed.add(asset)
     assert {"retrieval_metrics", "system_retrieval_metrics", "e2e_judgments"} <= followed
+
+
+def test_the_report_charts_every_primary_metric_and_names_the_models(demo: DemoRuns) -> None:
+    page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY2}.html").read_text()
+    scorecard = read(demo, "evaluation_scorecard", DAY2)
+    primary = set(scorecard.loc[scorecard["role"] == "primary", "metric"])
+    assert {"hit_rate@5", "ndcg@10", "avg_faithfulness"} <= primary
+    charted = set(re.findall(r'<figure class="card chart-card" data-metric="([^"]+)"', page))
+    assert primary <= charted, primary - charted
+    assert 'aria-label="hit_rate@5 of ' in page  # its sparkline
+    header = page.split("</header>")[0]
+    assert "<code>offline-heuristic-judge</code>" in header
+    assert "<code>offline-extractive-generator</code>" in header

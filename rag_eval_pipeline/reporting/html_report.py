@@ -74,6 +74,7 @@ SYSTEM_TIERS = (
 JUDGE_TIERS = ("judge_reliability", "show_judge")
 TIER_ORDER = (*SYSTEM_TIERS, *JUDGE_TIERS, DATASET_TIER)
 E2E_JUDGMENTS_ASSET = "e2e_judgments"
+E2E_GENERATIONS_ASSET = "e2e_generations"
 # The tiers whose system is a model name (see the tier assets), shown in the header.
 MODEL_TIERS = {
     "Embedder": "tier0_embedding",
@@ -142,6 +143,7 @@ class ReportData:
     comparisons: pd.DataFrame = field(default_factory=pd.DataFrame)
     correlations: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     week: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    models: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,10 @@ def collect_report_data(
     headline = list(headline_metrics)
 
     def headline_rows(frame: pd.DataFrame, frame_version: str, frame_date: str) -> pd.DataFrame:
-        rows = frame[frame["metric"].isin(headline)]
+        """The headline metrics' rows and every primary metric's (each gets a trend chart
+        and a sparkline)."""
+        primary = frame.get("role", pd.Series("", index=frame.index)).eq(PRIMARY)
+        rows = frame[frame["metric"].isin(headline) | primary]
         return rows.assign(dataset_version=frame_version, date=frame_date)
 
     earlier = [
@@ -234,6 +239,7 @@ def collect_report_data(
             latest.append(headline_rows(card, other, dates[-1]))
     this = headline_rows(current, version, date)
     judgments = store.read_partition(E2E_JUDGMENTS_ASSET, version, date)
+    generations = store.read_partition(E2E_GENERATIONS_ASSET, version, date)
     days = [day for day, _ in earlier][-(WEEK_DAYS - 1) :]
     week = {day: store.read_partition(REGRESSIONS_ASSET, version, day) for day in days}
     return ReportData(
@@ -251,6 +257,7 @@ def collect_report_data(
         generated_at=generated_at,
         comparisons=regressions,
         correlations={} if judgments is None else correlations_by_system(judgments),
+        models=models_used(current, judgments, generations),
         week={
             **{day: frame for day, frame in week.items() if frame is not None},
             date: regressions,
@@ -959,12 +966,27 @@ def tier_tables_html(data: ReportData, tiers: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- page
 
 
-def models_used(scorecard: pd.DataFrame) -> dict[str, list[str]]:
-    """Role (`Embedder`, `Judge`, `Generator`) → the model names the scorecard was made with."""
-    return {
-        role: sorted(set(scorecard.loc[scorecard["tier"] == tier, "system"].astype(str)))
+# The columns of the per-question rows that name the model which made them.
+MODEL_COLUMNS = {"Judge": "judge_model", "Generator": "generator_model"}
+
+
+def models_used(
+    scorecard: pd.DataFrame,
+    judgments: pd.DataFrame | None = None,
+    generations: pd.DataFrame | None = None,
+) -> dict[str, list[str]]:
+    """Role (`Embedder`, `Judge`, `Generator`) → the model names the partition was made with:
+    the tier named after the model (`MODEL_TIERS`), and the models the end-to-end judgments
+    and generations name in their rows (a version without judge labels has no judge tier)."""
+    found = {
+        role: set(scorecard.loc[scorecard["tier"] == tier, "system"].astype(str))
         for role, tier in MODEL_TIERS.items()
     }
+    for role, frame in (("Judge", judgments), ("Generator", generations)):
+        column = MODEL_COLUMNS[role]
+        if frame is not None and column in frame.columns:
+            found[role] |= set(frame[column].dropna().astype(str))
+    return {role: sorted(names) for role, names in found.items()}
 
 
 def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
@@ -1035,7 +1057,9 @@ def trends_html(data: ReportData) -> str:
     marks = regression_marks(data)
     figures = []
     present = set(data.history["metric"])
-    for metric in (m for m in data.headline_metrics if m in present):
+    primary = data.history.get("role", pd.Series("", index=data.history.index)).eq(PRIMARY)
+    also = sorted(set(data.history.loc[primary, "metric"]) - set(data.headline_metrics))
+    for metric in (m for m in (*data.headline_metrics, *also) if m in present):
         series = trend_series(data.history, metric, colors, marks)
         lower = not bool(
             data.history.loc[data.history["metric"] == metric, "higher_is_better"].iloc[0]
@@ -1111,7 +1135,7 @@ def _header(data: ReportData) -> str:
     ]
     facts += [
         (role, ", ".join(f"<code>{html_text(m)}</code>" for m in models) or "—")
-        for role, models in models_used(data.scorecard).items()
+        for role, models in (data.models or models_used(data.scorecard)).items()
     ]
     stats = data.scorecard[data.scorecard["tier"] == DATASET_TIER].set_index("metric")["value"]
     sizes = " · ".join(
