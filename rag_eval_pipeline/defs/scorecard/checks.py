@@ -61,8 +61,9 @@ def scorecard_thresholds(
     description=(
         "No alert in `metric_regressions` (a regressed metric, one missing today, a judge "
         "outage): the day's headline (evaluation.headline), the words `rag-eval run` and the "
-        "report print. Partitioned: each evaluation is one partition's; the Checks tab shows "
-        "the latest partition evaluated, a partition's own status is on its page."
+        "report print. Partitioned (one evaluation per partition): the Checks tab keeps each "
+        "partition's latest status, so a regression day stays failed after later days pass "
+        "while the latest execution it shows is the newest day's, which may have passed."
     ),
 )
 def scorecard_regressions(
