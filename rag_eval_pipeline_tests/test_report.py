@@ -30,9 +30,12 @@ from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import (
     PALETTE,
+    TICK_CHAR_PX,
+    Series,
     format_change,
     format_detectable,
     format_value,
+    line_chart_svg,
     nice_ticks,
     series_colors,
 )
@@ -386,3 +389,15 @@ def test_the_correlation_matrix_is_read_from_e2e_judgments_by_hand(
     rows = re.findall(r"<tr><th><code>(\w+)</code></th>(.*?)</tr>", section)
     assert {metric: re.findall(r">([^<]*)</td>", cells) for metric, cells in rows} == expected
     assert 'id="correlations"' not in report(store, D2)  # no e2e_judgments stored that day
+
+
+def test_small_values_axis_labels_are_never_clipped() -> None:
+    """Tick labels of tiny values (`0.000061`) fit inside the chart's left margin."""
+    values = [0.000061, 0.000064, 0.000058]
+    series = Series("s", "#4e79a7", [D1, D2, D3], values, [np.nan] * 3, [np.nan] * 3)
+    svg = ET.fromstring(line_chart_svg("tiny", [series]))
+    ticks = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "tick"]
+    numbers = [t for t in ticks if t.get("text-anchor") == "end"]
+    assert numbers and any(len(t.text) >= 8 for t in numbers)  # e.g. 0.000058
+    for tick in numbers:  # right-aligned at x: its longest possible width starts inside
+        assert float(tick.get("x")) - TICK_CHAR_PX * len(tick.text) >= 0, tick.text

@@ -113,6 +113,10 @@ TEMPLATES = jinja2.Environment(
     autoescape=True,
     keep_trailing_newline=True,
 )
+# A tick label's width: at most this many px per character at the charts' 12.5 px font (digits,
+# `.` and `,` are narrower), plus the gap to the axis and a margin at the SVG's edge.
+TICK_CHAR_PX = 7.6
+TICK_LABEL_GAP = 14
 # Above this many dates a trend line has no per-point markers (regressions are always marked).
 MAX_POINT_MARKERS = 60
 
@@ -318,7 +322,18 @@ def line_chart_svg(
     Each series is one `<polyline class="series" data-series=...>` per run of known values;
     a regression is a red `<g class="regression">` with a `<title>` tooltip at its point.
     """
-    left, right, top = 58, 24, 14
+    finite = [
+        v
+        for s in series
+        for v in (*s.values, *s.ci_low, *s.ci_high)
+        if v is not None and math.isfinite(v)
+    ]
+    ticks = nice_ticks(min(finite), max(finite)) if finite else [0.0, 0.5, 1.0]
+    low, high = ticks[0], ticks[-1]
+    labels = [_tick_label(tick, ticks[1] - ticks[0]) for tick in ticks]
+    # wide enough for the longest tick label (never clipped at the SVG's left edge)
+    left = max(58, math.ceil(TICK_LABEL_GAP + TICK_CHAR_PX * max(map(len, labels))))
+    right, top = 24, 14
     plot_width = width - left - right
     all_dates = sorted({d for s in series for d in s.dates})
     ordinals = {d: Day.fromisoformat(d).toordinal() for d in all_dates}
@@ -329,15 +344,6 @@ def line_chart_svg(
         if last == first:
             return left + plot_width / 2
         return left + inner + (ordinals[day] - first) / (last - first) * (plot_width - 2 * inner)
-
-    finite = [
-        v
-        for s in series
-        for v in (*s.values, *s.ci_low, *s.ci_high)
-        if v is not None and math.isfinite(v)
-    ]
-    ticks = nice_ticks(min(finite), max(finite)) if finite else [0.0, 0.5, 1.0]
-    low, high = ticks[0], ticks[-1]
 
     def y_of(value: float) -> float:
         return top + inner / 2 + (high - value) / (high - low) * (plot_height - inner)
@@ -356,13 +362,12 @@ def line_chart_svg(
         f'role="img" aria-label="{html_text(title)}">',
         f"<title>{html_text(title)}</title>",
     ]
-    step = ticks[1] - ticks[0]
-    for tick in ticks:
+    for tick, label in zip(ticks, labels, strict=True):
         y = y_of(tick)
         parts.append(
             f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{y:.1f}" y2="{y:.1f}"/>'
             f'<text class="tick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_tick_label(tick, step)}</text>"
+            f"{label}</text>"
         )
     for day in _date_ticks(all_dates, x_of):
         x = x_of(day)
