@@ -47,6 +47,7 @@ from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
 from rag_eval_pipeline.reporting.alerting import change_text, items_needed_lines, sample_size
 from rag_eval_pipeline.reporting.changes import (
+    KIND_SECTIONS,
     PRIMARY,
     changes_by_section,
     roles,
@@ -770,7 +771,9 @@ def cross_version_html(
 
 
 def _change_row(r: Any) -> str:
-    worse = r.section != "Improvements"
+    delta = float(r.value) - float(r.baseline_value)
+    got_worse = delta < 0 if bool(r.higher_is_better) else delta > 0
+    worse = r.section != "Improvements" and (r.section != KIND_SECTIONS[MONITORED] or got_worse)
     css = "delta-regressed" if worse else "delta-better"
     role = str(r.role)
     return (
