@@ -52,6 +52,17 @@ if TYPE_CHECKING:
     from rag_eval_pipeline.defs.resources import LLMResource
 
 
+# Exit codes of `rag-eval run` from least to most severe: an undecided gate (4) is overridden
+# by a failed run (1) and by a regression alert (3).
+EXIT_SEVERITY = (0, 4, 1, 2, 3)
+
+
+def worst_exit(*codes: int) -> int:
+    """The most severe of `codes` (`EXIT_SEVERITY`; an unknown code counts as most severe)."""
+    rank = {code: i for i, code in enumerate(EXIT_SEVERITY)}
+    return max(codes, key=lambda code: rank.get(code, len(rank)), default=0)
+
+
 def _today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
@@ -219,7 +230,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return code
     code = 0
     for day in days:
-        code = max(code, _materialize_date(instance, versions, args, selection, day, len(days) > 1))
+        code = worst_exit(
+            code, _materialize_date(instance, versions, args, selection, day, len(days) > 1)
+        )
     if not args.quiet_end:
         _print_next_steps(instance, versions, days)
     return code
@@ -344,24 +357,27 @@ def cast_llm(resource: object) -> LLMResource:
 def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
     """Evaluate the versions in `args.parallel` processes side by side (version i in process
     i mod N, each version's dates in order, as the run queue runs partitions side by side);
-    their lines are relayed whole. Returns the worst exit code."""
+    their lines are relayed whole, the days in date order (`reporting.day_lines`). Returns the
+    worst exit code."""
     import threading
 
-    groups = [list(versions[i :: args.parallel]) for i in range(args.parallel)]
+    from rag_eval_pipeline.reporting.day_lines import DayOrder
+
+    groups = [g for i in range(args.parallel) if (g := list(versions[i :: args.parallel]))]
     common = ["run", "--log-level", args.log_level, "--quiet-end"]
     common += ["--days", str(args.days)] if args.days else ["--date", args.date]
     common += ["--force"] if args.force else []
     common += ["--fail-on-regression"] if args.fail_on_regression else []
     common += ["--select", args.select] if args.select else []
-    lock = threading.Lock()
+    order = DayOrder(len(groups), lambda text: print(text, end="", flush=True))
 
-    def relay(stream: Any) -> None:
+    def relay(process: int, stream: Any) -> None:
         for line in stream:
-            with lock:
-                print(line, end="", flush=True)
+            order.line(process, line)
+        order.end(process)
 
     processes = []
-    for group in (g for g in groups if g):
+    for index, group in enumerate(groups):
         named = [arg for version in group for arg in ("--dataset-version", version)]
         process = subprocess.Popen(
             [sys.executable, "-m", "rag_eval_pipeline.cli", *common, *named],
@@ -369,14 +385,14 @@ def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
             text=True,
             bufsize=1,
         )
-        thread = threading.Thread(target=relay, args=(process.stdout,), daemon=True)
+        thread = threading.Thread(target=relay, args=(index, process.stdout), daemon=True)
         thread.start()
         processes.append((process, thread))
     codes = []
     for process, thread in processes:
         codes.append(process.wait())
         thread.join()
-    return max(codes)
+    return worst_exit(*codes)
 
 
 def check_upstream_stored(
@@ -432,12 +448,18 @@ def _print_next_steps(
         print("\nreports:")
         for path in present:
             print(terminal_text(f"  {path.as_uri()}"))
-    print(
-        "next: open the report above, or try\n"
-        "  rag-eval scorecard --tier tier1     the numbers, grouped by version and tier\n"
-        "  rag-eval scorecard --system rag     one system's metrics (part of its name)\n"
-        "  make ui                             the asset graph and the plots over dates"
-    )
+    from rag_eval_pipeline.reporting.commands import make_ui_command, rag_eval_command
+
+    command, ui = rag_eval_command(), make_ui_command()
+    hints = [
+        (f"{command} scorecard --tier tier1", "the numbers, grouped by version and tier"),
+        (f"{command} scorecard --system rag", "one system's metrics (part of its name)"),
+        (ui, "the asset graph and the plots over dates"),
+    ]
+    width = max(len(hint) for hint, _ in hints) + 2
+    print("next: open the report above, or try")
+    for hint, meaning in hints:
+        print(terminal_text(f"  {hint:<{width}} {meaning}"))
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
@@ -534,7 +556,7 @@ def _materialize_date(
         return 1
     if gated and args.fail_on_regression:
         print(f"--fail-on-regression: {', '.join(gated)}", file=sys.stderr)
-        return 3
+        return worst_exit(*gated.values())
     return 0
 
 
@@ -600,15 +622,16 @@ def _print_summary(
     regressions_selected: bool,
     compact: bool = False,
     failed: Sequence[str] = (),
-) -> list[str]:
+) -> dict[str, int]:
     """Print each partition's verdict, regression alerts and failed checks (`compact`: one
     line per date, details only for partitions that need a look); return the partitions a CI
-    gate fails on (an alert or an ERROR check)."""
+    gate fails on, with their exit codes (`PartitionSummary.exit_code`)."""
     from rag_eval_pipeline.defs.run_summary import partition_summary
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
-    gated, verdicts, details = [], [], []
+    gated: dict[str, int] = {}
+    verdicts, details = [], []
     for version in versions:
         if version in failed:
             verdicts.append(f"{version}: run failed")
@@ -620,7 +643,7 @@ def _print_summary(
         if not compact or summary.needs_look:
             details += [f"{version}|{day}: {summary.verdict}", *summary.lines]
         if summary.gates:
-            gated.append(f"{version}|{day}")
+            gated[f"{version}|{day}"] = summary.exit_code
     if compact:
         print(terminal_text(f"{day}  " + " · ".join(verdicts)), flush=True)
         for line in details:
@@ -808,29 +831,40 @@ def _print_frame(frame: pd.DataFrame, columns: Sequence[str], output_format: str
 
 
 def cmd_alerts(args: argparse.Namespace) -> int:
-    """Print the recorded regression alerts, oldest first."""
-    from rag_eval_pipeline.storage.warehouse import WarehouseStore
+    """Print the alerts of every stored `metric_regressions` partition, oldest first: per
+    partition its headline (`evaluation.headline`), then its alerted rows with what the alert
+    sensor did with each (delivered, delivery failed, logged, not sent yet)."""
+    from rag_eval_pipeline.evaluation.alerts import alert_history
+    from rag_eval_pipeline.evaluation.headline import headline
+    from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
-    alerts = WarehouseStore(WAREHOUSE_URL).read_alerts(args.dataset_version)
+    store = WarehouseStore(WAREHOUSE_URL)
+    alerts = alert_history(store, args.dataset_version)
     if alerts.empty:
-        print("No regression alerts recorded.", file=sys.stderr)
+        print("No regression alerts in the stored verdicts (metric_regressions).", file=sys.stderr)
         return 0
-    _print_frame(
-        alerts,
-        [
-            "dataset_version",
-            "date",
-            "baseline_date",
-            "tier",
-            "system",
-            "metric",
-            "baseline_value",
-            "value",
-            "relative_change",
-            "delivered",
-        ],
-        args.format,
-    )
+    columns = [
+        "dataset_version",
+        "date",
+        "baseline_date",
+        "kind",
+        "tier",
+        "system",
+        "metric",
+        "baseline_value",
+        "value",
+        "relative_change",
+        "reason",
+        "status",
+    ]
+    if args.format == "json":
+        _print_frame(alerts, columns, "json")
+        return 0
+    for (version, day), _ in alerts.groupby(["dataset_version", "date"], sort=False):
+        rows = store.read_partition(REGRESSIONS_ASSET, str(version), str(day))
+        told = headline(rows if rows is not None else alerts.iloc[0:0])
+        print(terminal_text(f"{version}|{day}: {told.text}"))
+    _print_frame(alerts, columns, "table")
     return 0
 
 
@@ -885,8 +919,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-regression",
         action="store_true",
         help=(
-            "exit 3 when a partition has a regression alert (a regressed metric, or one missing "
-            "today) or an ERROR check such as a judge outage: a CI gate"
+            "a CI gate: exit 3 when a partition has an alert (a regressed metric, one missing "
+            "today, a judge outage) or an ERROR check; exit 4 when, with no alert, a primary "
+            "metric moved the bad way beyond its tolerance on too few items to test"
         ),
     )
     run.add_argument(
@@ -916,7 +951,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--system", action="append", help="repeatable; part of a system name, any case"
     )
     scorecard.set_defaults(handler=cmd_scorecard)
-    alerts = commands.add_parser("alerts", help="print the regression alert history")
+    alerts = commands.add_parser(
+        "alerts", help="print the alerts of the stored verdicts and their delivery status"
+    )
     alerts.add_argument("--dataset-version")
     alerts.add_argument("--format", choices=("table", "json"), default="table")
     alerts.set_defaults(handler=cmd_alerts)

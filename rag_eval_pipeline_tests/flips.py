@@ -29,20 +29,20 @@ def question(i: int) -> str:
     return HOSTILE_QUESTION if i == 0 else f"question number {i}"
 
 
-def write_version(folder: Path, misses: dict[str, set[int]]) -> None:
-    """60 questions with one relevant document each; a run per system (the file's name; its
-    tag column is not read) that ranks the relevant document first except for the questions
-    in `misses[system]`."""
+def write_version(folder: Path, misses: dict[str, set[int]], n: int = N) -> None:
+    """`n` (60) questions with one relevant document each; a run per system (the file's name;
+    its tag column is not read) that ranks the relevant document first except for the
+    questions in `misses[system]`."""
     (folder / "runs").mkdir(parents=True, exist_ok=True)
     (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"query_id": f"q{i}", "question": question(i)}) + "\n" for i in range(N))
+        "".join(json.dumps({"query_id": f"q{i}", "question": question(i)}) + "\n" for i in range(n))
     )
     (folder / "qrels.csv").write_text(
-        "query_id,doc_id,relevance\n" + "".join(f"q{i},rel{i},1\n" for i in range(N))
+        "query_id,doc_id,relevance\n" + "".join(f"q{i},rel{i},1\n" for i in range(n))
     )
     for system, missed in misses.items():
         lines = []
-        for i in range(N):
+        for i in range(n):
             docs = [f"other{i}a", f"other{i}b"] if i in missed else [f"rel{i}", f"other{i}a"]
             lines += [f"q{i} Q0 {doc} {rank} {10 - rank} run\n" for rank, doc in enumerate(docs, 1)]
         (folder / "runs" / f"{system}.trec").write_text("".join(lines))

@@ -3,6 +3,9 @@ scorecard and the report's "What changed" grouping."""
 
 from __future__ import annotations
 
+import re
+import shlex
+import subprocess
 from datetime import date
 from pathlib import Path
 
@@ -19,6 +22,7 @@ from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.traffic import day_interactions
 from rag_eval_pipeline.reporting.changes import changes_by_section, roles, week_summary
+from rag_eval_pipeline.reporting.day_lines import DAY_LINE, DayOrder
 from rag_eval_pipeline.reporting.html_report import sparkline_svg
 from rag_eval_pipeline.reporting.terminal import (
     filtered,
@@ -27,7 +31,12 @@ from rag_eval_pipeline.reporting.terminal import (
     shorten_middle,
 )
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus, questions_hit
-from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, rag_eval
+from rag_eval_pipeline_tests.conftest import (
+    DATASETS_DIR,
+    deployment_env,
+    evaluation_resources,
+    rag_eval,
+)
 from rag_eval_pipeline_tests.flips import write_version
 
 LOGS = pd.DataFrame(
@@ -77,6 +86,7 @@ def test_the_staged_change_drops_the_answers_of_a_seeded_fraction() -> None:
     ("text", "message"),
     [
         ("traffic_replay: yes please\n", "must be true or false"),
+        ("traffic_every_day: sometimes\n", "must be true or false"),
         ("staged_change_days_ago: 0\n", "number of days from 1 to 365"),
         ("staged_change_drop: 1.5\n", "fraction of questions in (0, 1]"),
     ],
@@ -156,7 +166,7 @@ def test_changes_are_grouped_by_verdict_kind_primary_first() -> None:
     ]
     assert sections["Regressions"]["metric"].tolist() == ["mrr", "recall@10"]  # primary first
     assert sections["Regressions"]["role"].tolist() == ["primary", "secondary"]
-    assert sections["Regressions"]["where"].iloc[0] == "retrieval_metrics (per query)"
+    assert sections["Regressions"]["where"].iloc[0] == "retrieval_metrics"
     with_roles = verdicts().assign(role=["secondary", "primary", None, None, None])
     assert roles(with_roles, ["mrr"]).tolist()[:2] == ["secondary", "primary"]
     new_kind = verdicts().assign(verdict=["effect only", *verdicts()["verdict"][1:]])
@@ -168,15 +178,35 @@ def test_changes_are_grouped_by_verdict_kind_primary_first() -> None:
         [2, 1, 1],
         [0, 0, 0],
     ]
-    assert week.loc[0, "largest"] == (
-        "s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics (per query)"
-    )
+    assert week.loc[0, "largest"] == ("s mrr −10.0% (q = 0.00064, n = 76) → retrieval_metrics")
 
 
 def test_a_sparkline_is_inline_svg_with_the_regression_marked() -> None:
     svg = sparkline_svg([0.8, 0.8, 0.6, 0.8], [False, False, True, False], "mrr <x>")
     assert svg.startswith("<svg") and svg.count("<circle") == 1 and "mrr &lt;x&gt;" in svg
     assert "<svg" not in sparkline_svg([0.5], [False], "one point")
+
+
+def test_day_lines_of_processes_side_by_side_come_out_in_date_order() -> None:
+    printed: list[str] = []
+    order = DayOrder(2, printed.append)
+    order.line(0, "materializing ...\n")  # before a process's first day: through at once
+    order.line(0, "2026-11-20  a: first evaluation\n")
+    order.line(0, "2026-11-21  a: quiet\n")
+    order.line(0, "a|2026-11-21: needs a look\n")
+    assert printed == ["materializing ...\n"]  # process 1 may still print 2026-11-20
+    order.line(1, "2026-11-20  b: first evaluation\n")
+    order.line(1, "2026-11-21  b: quiet\n")
+    order.end(0)
+    order.end(1)
+    assert printed == [
+        "materializing ...\n",
+        "2026-11-20  a: first evaluation\n",
+        "2026-11-20  b: first evaluation\n",
+        "2026-11-21  a: quiet\n",
+        "a|2026-11-21: needs a look\n",
+        "2026-11-21  b: quiet\n",
+    ]
 
 
 def test_run_days_evaluates_a_week_in_order_and_ends_with_the_report(tmp_path: Path) -> None:
@@ -189,6 +219,8 @@ def test_run_days_evaluates_a_week_in_order_and_ends_with_the_report(tmp_path: P
     )
     assert refused.count("\n") == 1 and "select its upstream too" in refused
     out = rag_eval(data, home, "run", "--days", "2", "--parallel", "2")
+    every_day = [line.split()[0] for line in out.splitlines() if DAY_LINE.match(line)]
+    assert len(every_day) == 4 and every_day == sorted(every_day), out
     for version in ("flips", "flops"):  # one process each, dates in order, lines whole
         lines = [line for line in out.splitlines() if line.startswith("20") and version in line]
         days = [line.split()[0] for line in lines]
@@ -197,6 +229,12 @@ def test_run_days_evaluates_a_week_in_order_and_ends_with_the_report(tmp_path: P
         assert f"{version}: quiet: no significant change since {days[0]}" in lines[1]
         assert f"reports/{version}/{days[1]}.html" in out
     assert out.rstrip().endswith("the asset graph and the plots over dates")
+    hint = next(line for line in out.splitlines() if "scorecard --tier tier1" in line)
+    command = shlex.split(re.split(r"\s{2,}", hint.strip())[0])  # runnable as printed
+    printed = subprocess.run(
+        command, env=deployment_env(data, home), cwd=data, capture_output=True, text=True
+    )
+    assert printed.returncode == 0 and "tier1_retrieval" in printed.stdout, hint
     card = rag_eval(data, home, "scorecard", "--tier", "tier1", "--system", "drop")
     assert max(len(line) for line in card.splitlines()) <= 100
     assert " drop " in card and " same " not in card

@@ -6,6 +6,7 @@ of 6 questions it answered (6 of 60 pairs flip 1 → 0, none back: exact one-sid
 `same` is unchanged, and `swap` loses 6 and gains 6.
 """
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,11 +147,11 @@ def test_check_and_report_read_the_asset(two_dates: TwoDates) -> None:
         if e.check_name == "scorecard_regressions"
     }
     check = checks["scorecard_regressions"]
-    assert not check.passed and check.metadata["n_regressions"].value == n_alerted
+    assert not check.passed and check.metadata["n_alerts"].value == n_alerted
     report = pd.read_parquet(
         two_dates.tmp / "warehouse" / "evaluation_report" / VERSION / f"{DAY2}.parquet"
     )
-    assert report["n_regressions"].tolist() == [n_alerted]
+    assert report["n_alerts"].tolist() == [n_alerted]
     page = Path(report["path"].iloc[0]).read_text()
     assert "6 metric(s) regressed" not in page
     assert "Benjamini" in page
@@ -171,7 +172,8 @@ def test_sensor_sends_one_grouped_message_once(two_dates: TwoDates) -> None:
         regression_alert_sensor(context)
         assert len(receiver.bodies) == 1
         text = receiver.bodies[0]["text"]
-        assert f"on {VERSION} {DAY2} (baseline {VERSION} {DAY1})" in text.splitlines()[0]
+        assert f"{VERSION} {DAY2}: 2 regressions, " in text.splitlines()[0]
+        assert f"(baseline {VERSION} {DAY1})" in text.splitlines()[0]
         assert "*drop*" in text and "same" not in text and "swap" not in text
         assert "hit_rate@5 [primary]: 0.8000 → 0.7000 (-12.5%; q = " in text
         assert ", n = 60)" in text and "nan" not in text
@@ -464,13 +466,23 @@ def test_cli_run_prints_the_verdicts_and_gates_ci(tmp_path: Path) -> None:
     assert f"--fail-on-regression: {VERSION}|{DAY2}" in completed.stderr
     second = completed.stdout
     assert f"{VERSION}|{DAY2}: needs a look" in second
-    assert "regression alert(s) (asset metric_regressions):" in second
+    assert " alert(s) (asset metric_regressions):" in second
     assert "tier1_retrieval · drop · hit_rate@5 [primary]: 0.8000 → 0.7000 (-12.5%; q = " in second
     # the failed scorecard_regressions check is these alerts: counted once, as alerts
-    assert re.search(rf"{VERSION}\|{DAY2}: needs a look: \d+ regression alert\(s\)\n", second)
+    assert re.search(rf"{VERSION}\|{DAY2}: needs a look: \d+ regressions?[,\n]", second)
     assert "check scorecard_regressions" not in second
     assert second.rstrip().endswith("the asset graph and the plots over dates")
     assert " · swap · " not in second and " · same · " not in second
+    # `rag-eval alerts` lists the verdicts' alerts before any sensor ran, with the same count
+    listed = rag_eval(data, tmp_path / "home", "alerts", "--format", "json")
+    alerts = json.loads(listed)
+    n_regressions = int(re.search(r"needs a look: (\d+) regressions?", second).group(1))
+    assert len(alerts) == n_regressions and {a["kind"] for a in alerts} == {"regression"}
+    assert {a["status"] for a in alerts} == {"not sent yet (the alert sensor has not run)"}
+    table = rag_eval(data, tmp_path / "home", "alerts")
+    assert table.startswith(f"{VERSION}|{DAY2}: {n_regressions} regression")
+    report = (data / "reports" / VERSION / f"{DAY2}.html").read_text()
+    assert f'kpi-value">{n_regressions}</div><div class="kpi-label">Regressions' in report
 
 
 def test_a_run_without_metric_regressions_never_reports_or_gates_on_a_stored_verdict(

@@ -191,9 +191,14 @@ def test_quality_assets_record_float_metadata_and_a_table(demo: DemoRuns) -> Non
         metadata = latest_metadata(demo, asset)
         floats = [k for k, v in metadata.items() if isinstance(v, FloatMetadataValue)]
         assert floats, asset
+        # one series per version in the Plots tab: every metric's key starts with the version
+        # (the others are settings, such as the judge check's delta)
+        metrics = [k for k in floats if "/" in k]
+        assert metrics and all(k.startswith(f"{VERSION}/") for k in metrics), asset
         assert "summary" in metadata, asset
     scorecard_metadata = latest_metadata(demo, "evaluation_scorecard")
-    assert isinstance(scorecard_metadata["tier1_retrieval/dense/hit_rate@1"], FloatMetadataValue)
+    plotted = scorecard_metadata[f"{VERSION}/tier1_retrieval/dense/hit_rate@1"]
+    assert isinstance(plotted, FloatMetadataValue)
 
 
 def test_second_date_reuses_every_embedding(demo: DemoRuns) -> None:
@@ -389,3 +394,46 @@ def test_demo_scorecard_and_verdicts_equal_the_stored_reference(demo: DemoRuns) 
             assert close.all(), (column, current.loc[~close, ["metric", column]].head())
         else:
             assert stored[column].equals(current[column]), column
+
+
+def test_every_where_to_look_of_the_report_leads_to_the_rows(demo: DemoRuns) -> None:
+    """Each "Where to look" of the regression day's report names an asset and its group in the
+    UI; that asset's partition holds the row's system and metric."""
+    from rag_eval_pipeline.definitions import defs
+    from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES
+
+    page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY2}.html").read_text()
+    rows = re.findall(
+        r'<tr><td><span class="role[^"]*">[^<]*</span></td><td>([^<]*)</td><td>([^<]*)</td>'
+        r"<td><code>([^<]*)</code>.*?</td>.*?<td>([^<]*)<div class=\"hint\">",
+        page,
+    )
+    assert len(rows) > 10
+    graph = defs.resolve_asset_graph()
+    sources = {**ITEM_SOURCES, **SAMPLE_SOURCES}
+    followed = set()
+    for tier, system, metric, where in rows:
+        asset, group = re.fullmatch(r"(\w+) in group (\w+)", where).groups()
+        assert graph.get(AssetKey(asset)).group_name == group, where
+        table = read(demo, asset, DAY2)
+        if asset in sources:
+            items = sources[asset](table)
+            held = items[(items["system"] == system) & (items["metric"] == metric)]
+            assert len(held) and set(held["tier"]) == {tier}, (system, metric, where)
+        else:
+            assert system in set(table["system"]), (system, metric, where)
+        followed.add(asset)
+    assert {"retrieval_metrics", "system_retrieval_metrics", "e2e_judgments"} <= followed
+
+
+def test_the_report_charts_every_primary_metric_and_names_the_models(demo: DemoRuns) -> None:
+    page = (demo.warehouse.parent / "reports" / VERSION / f"{DAY2}.html").read_text()
+    scorecard = read(demo, "evaluation_scorecard", DAY2)
+    primary = set(scorecard.loc[scorecard["role"] == "primary", "metric"])
+    assert {"hit_rate@5", "ndcg@10", "avg_faithfulness"} <= primary
+    charted = set(re.findall(r'<figure class="card chart-card" data-metric="([^"]+)"', page))
+    assert primary <= charted, primary - charted
+    assert 'aria-label="hit_rate@5 of ' in page  # its sparkline
+    header = page.split("</header>")[0]
+    assert "<code>offline-heuristic-judge</code>" in header
+    assert "<code>offline-extractive-generator</code>" in header

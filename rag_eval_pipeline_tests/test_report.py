@@ -30,9 +30,12 @@ from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import (
     PALETTE,
+    TICK_CHAR_PX,
+    Series,
     format_change,
     format_detectable,
     format_value,
+    line_chart_svg,
     nice_ticks,
     series_colors,
 )
@@ -229,7 +232,7 @@ def test_report_content_bands_regressions_and_cross_version(store: WarehouseStor
     regressions = page.split('id="regressions"')[1].split("</table>")[0]
     assert regressions.count("<tr>") == 3  # header + dense hit_rate@1 and mrr
     assert "2, 0 primary" in text  # regressions, primary ones (hit_rate@1, mrr: secondary)
-    assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics (per query)")
+    assert regressions.index("hit_rate@1") < regressions.index("retrieval_metrics")
     week = page.split("day(s)</h3>")[1].split("</table>")[0]  # dates with stored verdicts
     assert f"<td>{D3}</td>" in week and "dense hit_rate@1 −52.4% (effect only)" in week
     assert page.index('id="changes"') < page.index('id="scorecard"') < page.index('id="judge"')
@@ -311,14 +314,21 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
     assert not [p for p in path.parent.iterdir() if p.name != path.name]  # no temp file left
     output = result.output_for_node("evaluation_report")
     assert output.to_dict("records") == [
-        {"version": "v1", "date": D3, "path": str(path), "n_regressions": 2, "n_metrics": 6}
+        {
+            "version": "v1",
+            "date": D3,
+            "path": str(path),
+            "n_alerts": 2,
+            "n_regressions": 2,
+            "n_metrics": 6,
+        }
     ]
     stored = pd.read_parquet(warehouse / "evaluation_report" / "v1" / f"{D3}.parquet")
     assert stored["path"].tolist() == [str(path)]
     metadata = result.asset_materializations_for_node("evaluation_report")[0].metadata
     assert metadata["report_path"].value == str(path)
     assert metadata["report_url"].value == path.as_uri()
-    assert "2 regression(s) against v1 2026-11-20" in metadata["summary"].value
+    assert "against v1 2026-11-20: 2 regressions." in metadata["summary"].value
     assert ReportConfig().reports_dir.endswith("reports")
 
 
@@ -395,3 +405,15 @@ def test_the_correlation_matrix_is_read_from_e2e_judgments_by_hand(
     rows = re.findall(r"<tr><th><code>(\w+)</code></th>(.*?)</tr>", section)
     assert {metric: re.findall(r">([^<]*)</td>", cells) for metric, cells in rows} == expected
     assert 'id="correlations"' not in report(store, D2)  # no e2e_judgments stored that day
+
+
+def test_small_values_axis_labels_are_never_clipped() -> None:
+    """Tick labels of tiny values (`0.000061`) fit inside the chart's left margin."""
+    values = [0.000061, 0.000064, 0.000058]
+    series = Series("s", "#4e79a7", [D1, D2, D3], values, [np.nan] * 3, [np.nan] * 3)
+    svg = ET.fromstring(line_chart_svg("tiny", [series]))
+    ticks = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "tick"]
+    numbers = [t for t in ticks if t.get("text-anchor") == "end"]
+    assert numbers and any(len(t.text) >= 8 for t in numbers)  # e.g. 0.000058
+    for tick in numbers:  # right-aligned at x: its longest possible width starts inside
+        assert float(tick.get("x")) - TICK_CHAR_PX * len(tick.text) >= 0, tick.text

@@ -186,7 +186,7 @@ def test_three_days_of_logs_make_three_daily_partitions(
                 judgments.loc[judgments["metric"] == metric, "score"].mean()
             )
         metadata = result.asset_materializations_for_node("traffic_quality")[0].metadata
-        assert metadata["production/volume"].value == expected["volume"]
+        assert metadata[f"{VERSION}/production/volume"].value == expected["volume"]
     in_window = [
         r
         for r in logs

@@ -7,6 +7,7 @@ language: en         # the language of questions and documents (informational)
 system: logged       # the system under test: reference, callable, logged or http
 http: {url: ...}     # system http: endpoint, headers, body, selectors (docs/http-system.md)
 traffic_replay: true # logs.* hold one typical day: every date partition replays it on that date
+traffic_every_day: false  # traffic may pause (weekends): a day without it is a note, not an alert
 staged_change_days_ago: 3       # demo: the reference RAG's index, on the day 3 days before
 staged_change_drop: 0.15        # today (UTC), loses the relevant documents of 15% of questions
 ```
@@ -57,6 +58,7 @@ class DatasetManifest:
     language: str | None = None
     system: str | None = None
     traffic_replay: bool = False
+    traffic_every_day: bool = True
     staged_change_days_ago: int | None = None
     staged_change_drop: float | None = None
     http: Mapping[str, Any] | None = None
@@ -71,6 +73,7 @@ class DatasetManifest:
                 "language": object,
                 "system": object,
                 "traffic_replay": bool,
+                "traffic_every_day": bool,
                 "staged_change_days_ago": "Int64",
                 "staged_change_drop": "float64",
                 "http": object,
@@ -93,6 +96,7 @@ class DatasetManifest:
                 **values,
                 "relevance_level": int(values.get("relevance_level") or 1),
                 "traffic_replay": bool(values.get("traffic_replay") or False),
+                "traffic_every_day": bool(values.get("traffic_every_day", True)),
                 "staged_change_days_ago": None if days_ago is None else int(days_ago),
                 "staged_change_drop": None if drop is None else float(drop),
                 "http": None if http is None else json.loads(http),
@@ -139,7 +143,7 @@ def _check(key: str, value: object) -> str | None:
             return f"must be a language code such as en or pt-BR, got {value!r}"
     elif key == "system" and value not in SYSTEM_KINDS:
         return f"must be one of {', '.join(SYSTEM_KINDS)}, got {value!r}"
-    elif key == "traffic_replay" and not isinstance(value, bool):
+    elif key in ("traffic_replay", "traffic_every_day") and not isinstance(value, bool):
         return f"must be true or false, got {value!r}"
     elif key == "staged_change_days_ago":
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 365:

@@ -36,17 +36,26 @@ def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:
     return {name: MetadataValue.float(float(value)) for name, value in values.items()}
 
 
+def plotted_key(version: str, *parts: object) -> str:
+    """The name of a plotted float: `<version>/<part>/...`. The version comes first so each
+    series of the UI's Plots tab is one dataset version's (a key shared by every version
+    zigzags between them and squeezes each version's dates into a dash)."""
+    return "/".join(map(str, (version, *parts)))
+
+
 def summary_metadata(
-    summary: pd.DataFrame, plotted: Collection[str] | None = None
+    summary: pd.DataFrame, version: str, plotted: Collection[str] | None = None
 ) -> dict[str, object]:
     """Metadata for a long summary table (`system`, `metric`, `mean`, ...): floats + table.
 
-    Floats are named `<system>/<metric>` (always prefixed, so a plot's history survives a
-    second system appearing); `plotted` limits them to the headline metrics, the table keeps
-    every row.
+    Floats are named `<version>/<system>/<metric>` (`plotted_key`; always with the system, so
+    a plot's history survives a second system appearing); `plotted` limits them to the
+    headline metrics, the table keeps every row.
     """
     if summary.empty:
         return {"summary": MetadataValue.md("_no rows_")}
     rows = summary if plotted is None else summary[summary["metric"].isin(plotted)]
-    headlines = {f"{row.system}/{row.metric}": float(row.mean) for row in rows.itertuples()}
+    headlines = {
+        plotted_key(version, row.system, row.metric): float(row.mean) for row in rows.itertuples()
+    }
     return {**headline_metadata(headlines), "summary": MetadataValue.md(markdown_table(summary))}

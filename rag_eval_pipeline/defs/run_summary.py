@@ -10,7 +10,8 @@ evaluations on the instance; the LLM usage from the run's materializations' meta
 and the model bridge's re-judging and re-generation, `bridge_judge` and `bridge_generator`;
 `defs.llm_metadata.run_llm_usage`, the rule the scorecard's cost tier and the run's cost tag use
 too).
-`--fail-on-regression` turns alerts or ERROR checks into a non-zero exit.
+`--fail-on-regression` turns alerts or ERROR checks into exit 3, and untestable primary metrics
+that moved the bad way (with nothing alerted) into exit 4 (`evaluation.headline`).
 """
 
 from __future__ import annotations
@@ -29,14 +30,23 @@ from dagster import (
 from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.cost import total_cost_usd
-from rag_eval_pipeline.evaluation.regression import IMPROVED
+from rag_eval_pipeline.evaluation.headline import (
+    ALERT,
+    GATE_EXIT,
+    UNDECIDED,
+    Headline,
+    headline,
+    undecided_rows,
+)
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
+from rag_eval_pipeline.reporting.commands import rag_eval_command
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
 # Alerted metrics printed per partition before the rest is counted.
 MAX_PRINTED = 10
+NO_VERDICT = "evaluated (no verdict)"
 
 
 # The check whose failure states levels (bands), not a change: a note, never "needs a look".
@@ -47,41 +57,53 @@ ALERTS_CHECK = "scorecard_regressions"
 
 @dataclass(frozen=True)
 class PartitionSummary:
-    """The verdict lines of one partition and whether it should fail a CI gate."""
+    """The verdict lines of one partition and the exit code it gives a CI gate.
+
+    `headline` is the partition's `evaluation.headline` (None without a verdict table); the
+    summary line is its phrases with this run's failed checks and spent budget inserted.
+    """
 
     lines: list[str] = field(default_factory=list)
-    n_alerts: int = 0
+    headline: Headline | None = None
     n_failed_checks: int = 0
     n_errors: int = 0
-    n_improved: int = 0
     n_below_band: int = 0
-    quiet_verdict: str = "quiet: no significant change"
     n_budget_refused: int = 0
 
     @property
+    def n_alerts(self) -> int:
+        """Regression and outage alerts of the partition's verdict rows."""
+        return self.headline.n_alerts if self.headline else 0
+
+    @property
+    def exit_code(self) -> int:
+        """What `--fail-on-regression` exits with: 3 on an alert or an ERROR check, 4 when
+        untestable primary metrics moved the bad way and nothing else alerted
+        (`evaluation.headline.GATE_EXIT`), else 0."""
+        if self.n_errors:
+            return GATE_EXIT[ALERT]
+        return GATE_EXIT[self.headline.state] if self.headline else 0
+
+    @property
     def gates(self) -> bool:
-        """True when `--fail-on-regression` should fail: an alert or an ERROR check."""
-        return self.n_alerts > 0 or self.n_errors > 0
+        """True when `--fail-on-regression` should fail."""
+        return self.exit_code != 0
 
     @property
     def needs_look(self) -> bool:
-        """An alert, a failed check other than the threshold bands, or a spent budget."""
-        return self.n_alerts > 0 or self.n_failed_checks > 0 or self.n_budget_refused > 0
+        """An alert, an undecided primary metric, a failed check other than the threshold
+        bands, or a spent budget."""
+        undecided = self.headline is not None and self.headline.state == UNDECIDED
+        return self.gates or undecided or self.n_failed_checks > 0 or self.n_budget_refused > 0
 
     @property
     def verdict(self) -> str:
-        """One phrase: `N regression(s)`, `N failed check(s)`, `N improvement(s)`, `quiet`."""
-        parts = []
-        if self.n_alerts:
-            parts.append(f"{self.n_alerts} regression alert(s)")
-        if self.n_failed_checks:
-            parts.append(f"{self.n_failed_checks} failed check(s)")
-        if self.n_improved:
-            parts.append(f"{self.n_improved} improvement(s)")
+        """The headline's phrases (`3 regressions, 1 outage, untestable: ...`, `quiet: ...`)
+        with the failed checks and a spent budget."""
+        extra = [f"{self.n_failed_checks} failed check(s)"] if self.n_failed_checks else []
         if self.n_budget_refused:
-            parts.append(f"budget exhausted ({self.n_budget_refused} prompt(s) not sent)")
-        if not parts:
-            parts.append(self.quiet_verdict)
+            extra.append(f"budget exhausted ({self.n_budget_refused} prompt(s) not sent)")
+        parts = self.headline.phrases(extra) if self.headline else extra or [NO_VERDICT]
         return ("needs a look: " if self.needs_look else "") + ", ".join(parts)
 
 
@@ -142,10 +164,16 @@ def partition_summary(
     n_alerts = 0 if alerted is None else len(alerted)
     if alerted is not None and n_alerts:
         ordered = ordered_alerts(alerted, HEADLINE_METRICS)
-        lines.append(f"  {n_alerts} regression alert(s) (asset metric_regressions):")
+        lines.append(f"  {n_alerts} alert(s) (asset metric_regressions):")
         lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
         if n_alerts > MAX_PRINTED:
-            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more (rag-eval alerts, the report)")
+            more = f"{rag_eval_command()} alerts --dataset-version {version}"
+            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more ({more}, the report)")
+    undecided = undecided_rows(verdicts) if verdicts is not None else verdicts
+    if undecided is not None and len(undecided):
+        lines.append(f"  {len(undecided)} untestable primary change(s), not alerted:")
+        shown = undecided.head(MAX_PRINTED)
+        lines += [f"    {terminal_text(line)}" for line in alert_lines(shown)]
     usage_rows = run_llm_usage(instance, run_id) if run_id else None
     usage = usage_line(usage_rows) if usage_rows is not None else None
     if usage:
@@ -173,16 +201,8 @@ def partition_summary(
             f"  budget exhausted: {refused} prompt(s) not sent once "
             f"{MAX_COST_ENV} was spent; their rows are errors 'budget exhausted'"
         )
-    n_improved = 0 if verdicts is None else int((verdicts["verdict"] == IMPROVED).sum())
-    if verdicts is None:
-        quiet = "evaluated (no verdict)"
-    elif verdicts.empty or verdicts["baseline_date"].isna().all():
-        quiet = "first evaluation: no baseline yet"
-    else:
-        quiet = f"quiet: no significant change since {verdicts['baseline_date'].dropna().iloc[0]}"
-    return PartitionSummary(
-        lines, n_alerts, len(failed), n_errors, n_improved, below, quiet, refused
-    )
+    told = headline(verdicts) if verdicts is not None else None
+    return PartitionSummary(lines, told, len(failed), n_errors, below, refused)
 
 
 def _metadata_int(evaluation: AssetCheckEvaluation, name: str) -> int:

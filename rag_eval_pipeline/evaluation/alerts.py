@@ -1,4 +1,5 @@
-"""Alerted rows of `metric_regressions` not raised before (each alert is delivered once).
+"""Alerted rows of `metric_regressions`: not raised before (each alert is delivered once), and
+the history of every stored partition's alerts with what the sensor did with them.
 
 An alert recorded with `delivered == False` (the webhook failed after its retries) is not
 settled: it is raised again on a later sensor tick until a delivery succeeds. Delivered alerts
@@ -9,7 +10,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag_eval_pipeline.storage.warehouse import WarehouseStore
+from rag_eval_pipeline.evaluation.headline import change_kinds
+from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+
+DELIVERED, FAILED, LOGGED, NOT_SENT = (
+    "delivered",
+    "delivery failed",
+    "logged (no webhook)",
+    "not sent yet (the alert sensor has not run)",
+)
 
 
 def _settled(history: pd.DataFrame) -> pd.DataFrame:
@@ -39,3 +48,38 @@ def undelivered_partitions(store: WarehouseStore) -> list[tuple[str, str]]:
     failed = history[~history["alert_key"].isin(settled)]
     pairs = failed[["dataset_version", "date"]].drop_duplicates()
     return [(str(v), str(d)) for v, d in pairs.itertuples(index=False)]
+
+
+def delivery_status(alerted: pd.DataFrame, history: pd.DataFrame) -> pd.Series:
+    """Per alerted row, what the alert sensor did with it, from its latest record (`history`):
+    `delivered`, `delivery failed`, `logged (no webhook)`, or `not sent yet` when the sensor
+    has not recorded it."""
+    status = pd.Series(NOT_SENT, index=alerted.index, dtype=object)
+    if history.empty or alerted.empty:
+        return status
+    latest = history.drop_duplicates("alert_key", keep="last").set_index("alert_key")
+    delivered = latest.get("delivered", pd.Series(None, index=latest.index, dtype=object))
+    words = delivered.map(
+        lambda d: LOGGED if d is None or pd.isna(d) else DELIVERED if d else FAILED
+    )
+    found = alerted["alert_key"].map(words)
+    return found.fillna(status)
+
+
+def alert_history(store: WarehouseStore, version: str | None = None) -> pd.DataFrame:
+    """The alerted rows of every stored `metric_regressions` partition (of `version`, or all),
+    oldest first, with their `kind` (`evaluation.headline`: regression or outage) and the
+    alert sensor's `status` (`delivery_status`): the verdicts' alerts whether or not the
+    sensor has run."""
+    versions = [version] if version else store.partition_versions(REGRESSIONS_ASSET)
+    frames = []
+    for name in versions:
+        for day in store.partition_dates(REGRESSIONS_ASSET, name):
+            rows = store.read_partition(REGRESSIONS_ASSET, name, day)
+            if rows is not None and len(rows) and "alert" in rows.columns:
+                alerted = rows[rows["alert"].astype(bool)]
+                frames.append(alerted.assign(kind=change_kinds(alerted)))
+    if not frames:
+        return pd.DataFrame()
+    alerted = pd.concat(frames, ignore_index=True).sort_values(["date", "dataset_version"])
+    return alerted.assign(status=delivery_status(alerted, store.read_alerts(version)))

@@ -3,7 +3,8 @@
 Tiers 2 (ideal context) and 3 (end to end) score their answers the same way: the judge's
 metrics, the reference scores (ROUGE, BLEU, exact match, semantic similarity), the answer checks
 (regex match, citations against the tier's source documents), the refusal rate, then the
-composite of those per question (`config/composite.yaml`). Tier 3 adds context relevance.
+composite of those per question (`config/composite.yaml`). Tier 3 adds context relevance. A
+declined answer scores 0 in the E2E score and the composite (`evaluation.declined`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pandas as pd
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.composite import composite_rows
+from rag_eval_pipeline.evaluation.declined import zero_declined
 from rag_eval_pipeline.evaluation.generation import (
     answer_checks,
     context_relevance_rows,
@@ -47,4 +49,5 @@ def score_answers(
         parts.append(context_relevance_rows(answers, embedder))
     parts += [answer_checks(answers, dataset, sources=sources), refusal_scores(answers, judged)]
     judgments = pd.concat(parts, ignore_index=True)
+    zero_declined(judgments)
     return pd.concat([judgments, composite_rows(judgments, dict(weights))], ignore_index=True)

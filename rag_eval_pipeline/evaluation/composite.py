@@ -11,6 +11,7 @@ import pandas as pd
 import yaml
 from pydantic import Field
 
+from rag_eval_pipeline.evaluation.declined import declined_keys
 from rag_eval_pipeline.evaluation.generation import JUDGMENT_COLUMNS, scorer_rows
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline.settings import PROJECT_ROOT
@@ -49,7 +50,8 @@ def describe(weights: dict[str, float]) -> str:
 
 
 def composite_rows(judgments: pd.DataFrame, weights: dict[str, float]) -> pd.DataFrame:
-    """One `composite` row per (system, question) that has every weighted metric scored.
+    """One `composite` row per (system, question) that has every weighted metric scored, and
+    a 0 for every declined answer (`evaluation.declined`: declining never raises the mean).
 
     Questions missing a component (not judged, or an error row) get no composite row: the
     failure is already counted in that component's error rate.
@@ -60,6 +62,8 @@ def composite_rows(judgments: pd.DataFrame, weights: dict[str, float]) -> pd.Dat
         index=["system", "query_id"], columns="metric", values="score", aggfunc="first"
     ).reset_index()
     scores = composite_score(wide, weights)
+    keys = pd.MultiIndex.from_frame(wide[["system", "query_id"]].astype(str))
+    scores[keys.isin(declined_keys(judgments))] = 0.0
     complete = ~np.isnan(scores)
     rows = wide[complete]
     return scorer_rows(

@@ -156,3 +156,18 @@ def item_scores(
     ]
     frames = [frame for frame in frames if not frame.empty]
     return pd.concat(frames, ignore_index=True) if frames else empty_items()
+
+
+def item_sources(tables: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """`tier, system, metric, asset`: the asset of `tables` (either registry) that holds each
+    metric's per-item rows, so a reader is sent where the rows are."""
+    frames = [
+        registry[name](table)[["tier", "system", "metric"]].drop_duplicates().assign(asset=name)
+        for registry in (ITEM_SOURCES, SAMPLE_SOURCES)
+        for name, table in tables.items()
+        if name in registry and table is not None and not table.empty
+    ]
+    frames = [frame for frame in frames if not frame.empty]
+    if not frames:
+        return pd.DataFrame(columns=["tier", "system", "metric", "asset"])
+    return pd.concat(frames, ignore_index=True).drop_duplicates(["tier", "system", "metric"])

@@ -38,6 +38,17 @@
   `RegressionRule.untested_tolerance` (20%) and whose own one-sided test alone has p < α is
   alerted, labeled "effect only: too few items to test" (a collapse on 6 questions, p = 1/64,
   is; one question out of 6 moving, p = 1/2, is not);
+- **coverage**: a metric whose scored items fell by more than `RegressionRule.coverage_tolerance`
+  (10%) of the baseline's (declined answers, failed generations, judge errors) reads
+  `coverage dropped: 10 of 20 items scored (was 20)`: `not comparable` (its mean is over other
+  items), or `regressed` with the words added when it regressed on the items left; alerted
+  for a primary metric (so a system cannot improve by answering fewer questions);
+- **no traffic**: a traffic tier with interactions on the baseline date and none today is one
+  alert on its `volume` row, `no traffic: no interaction today (N on the baseline date)`; its
+  other metrics read `no traffic today`, not alerted. `dataset.yaml`'s `traffic_every_day:
+  false` (traffic that may pause, e.g. on weekends) makes it a note, not an alert;
+- a **zero baseline** has no relative change (`relative_change` NaN, never infinite): the
+  surfaces print the change in points (`reporting.alerting.change_text`);
 - `not comparable` with the `reason`: no baseline yet; no value on either date (never
   alerted); `missing today` (a value on the baseline, none today: an alert); `judge outage`
   (more than half of the metric's judgments failed today: an alert); or `judge changed` /
@@ -51,8 +62,9 @@
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
 count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
 how many items a 10% drop needs to be flagged alone at the row's bar, at today's discordance or
-spread (`metrics.sensitivity`). Dataset statistics (tier `dataset`) and descriptive counts are
-not compared.
+spread (`metrics.sensitivity`); `items_to_detect`, for untestable rows, about how many paired
+items would detect today's change alone. Dataset statistics (tier `dataset`) and descriptive
+counts are not compared.
 
 `detect_regressions` is the previous unpaired rule (relative drop beyond the tolerance and the
 baseline outside today's bootstrap CI), kept so `benchmarks/regression_power.py` can measure
@@ -167,6 +179,11 @@ BRIDGED = "baseline rebuilt with today's"
 # A metric most of whose judgments failed today is an outage, alerted whatever its value.
 OUTAGE_ERROR_RATE = 0.5
 OUTAGE = "judge outage"
+# A metric that lost more than `RegressionRule.coverage_tolerance` of its scored items.
+COVERAGE_DROPPED = "coverage dropped"
+# A traffic tier without interactions today, after some on the baseline date: one alert.
+NO_TRAFFIC = "no traffic"
+TRAFFIC_TIER, VOLUME = "traffic", "volume"
 # The label of a primary metric alerted on its effect alone (its items are too few to test).
 TOO_FEW_ITEMS = "effect only: too few items to test"
 # A Monte Carlo test whose family's bar is finer than its resamples resolve gets enough of them
@@ -226,6 +243,7 @@ METRIC_REGRESSION_COLUMNS = [
     "bar",
     "detectable_change",
     "items_needed",
+    "items_to_detect",
     "verdict",
     "reason",
     "alert",
@@ -250,12 +268,15 @@ class PartitionScores:
     # tier could not be bridged.
     bridged: Mapping[str, frozenset[tuple[str, str, str]]] = field(default_factory=dict)
     bridge_notes: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # `dataset.yaml`'s `traffic_every_day`: a day without traffic is an outage (else a note).
+    traffic_every_day: bool = True
 
 
 @dataclass(frozen=True)
 class RegressionRule:
     """FDR level α; the primary metrics' share of the weighted-BH budget; the relative bad
-    change beyond which an untestable primary metric is alerted on its effect; the
+    change beyond which an untestable primary metric is alerted on its effect; the share of
+    the baseline's scored items a metric may lose before its coverage dropped; the
     randomization tests' resamples and seed (a re-run gives the same)."""
 
     alpha: float = 0.05
@@ -263,6 +284,7 @@ class RegressionRule:
     seed: int = 0
     primary_share: float = 0.8
     untested_tolerance: float = 0.2
+    coverage_tolerance: float = 0.1
 
 
 def model_feeds(role: str, tier: str, system: str, metric: str) -> bool:
@@ -282,18 +304,70 @@ def is_quality_metric(tier: str, metric: str) -> bool:
 
 def _paired(
     current: pd.DataFrame, baseline: pd.DataFrame
-) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, int, int]]:
-    """Per key: paired (baseline, current) values of items finite on both dates, and the counts
-    of items with a value on the baseline only and on today only."""
-    both = baseline.merge(current, on=[*KEY, "item_id"], how="outer", suffixes=("_b", "_c"))
+) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray, int, int, int]]:
+    """Per key: paired (baseline, current) values of items finite on both dates, the counts of
+    items with a value on the baseline only and on today only, and today's items with or
+    without a value (declined, failed or errored items have none)."""
+    both = baseline.merge(
+        current, on=[*KEY, "item_id"], how="outer", suffixes=("_b", "_c"), indicator=True
+    )
     paired = {}
     for key, rows in both.groupby(KEY, sort=False):
         base = rows["value_b"].to_numpy(dtype=float)
         cur = rows["value_c"].to_numpy(dtype=float)
         has_b, has_c = np.isfinite(base), np.isfinite(cur)
         ok = has_b & has_c
-        paired[key] = (base[ok], cur[ok], int((has_b & ~has_c).sum()), int((has_c & ~has_b).sum()))
+        today = int((rows["_merge"] != "left_only").sum())
+        paired[key] = (
+            base[ok],
+            cur[ok],
+            int((has_b & ~has_c).sum()),
+            int((has_c & ~has_b).sum()),
+            today,
+        )
     return paired
+
+
+def _no_traffic(
+    rows: pd.DataFrame, base: np.ndarray, cur: np.ndarray, every_day: bool
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The traffic tier's rows of systems with interactions on the baseline date and none
+    today, the one row of each (`volume`) that carries the alert (when traffic is expected
+    every day), and their words: one `no traffic` verdict, not one per metric."""
+    tier, system, metric = (rows[k].to_numpy() for k in KEY)
+    lost = (tier == TRAFFIC_TIER) & (metric == VOLUME) & (base > 0) & ~(cur > 0)
+    silent = {s for s, gone in zip(system, lost, strict=True) if gone}
+    rows_of = (tier == TRAFFIC_TIER) & np.isin(system, list(silent))
+    note = "" if every_day else " (not expected every day: dataset.yaml traffic_every_day)"
+    words = [
+        (
+            f"{NO_TRAFFIC}: no interaction today ({base[i]:.0f} on the baseline date){note}"
+            if lost[i]
+            else f"{NO_TRAFFIC} today"
+        )
+        if rows_of[i]
+        else ""
+        for i in range(len(rows))
+    ]
+    return rows_of, lost & every_day, words
+
+
+def _coverage_dropped(
+    counts: np.ndarray, asked: np.ndarray, comparable: np.ndarray, rule: RegressionRule
+) -> tuple[np.ndarray, list[str]]:
+    """Rows whose scored items fell by more than `rule.coverage_tolerance` of the baseline's
+    (`counts`: paired, baseline only, today only; `asked`: today's items, scored or not), and
+    each one's words: `coverage dropped: 10 of 20 items scored (was 20)`."""
+    was = counts[:, 0] + counts[:, 1]
+    now = counts[:, 0] + counts[:, 2]
+    dropped = comparable & (asked > 0) & (was - now > rule.coverage_tolerance * was)
+    words = [
+        f"{COVERAGE_DROPPED}: {now[i]} of {asked[i]} items scored (was {was[i]})"
+        if dropped[i]
+        else ""
+        for i in range(len(counts))
+    ]
+    return dropped, words
 
 
 def _unpaired(
@@ -516,7 +590,7 @@ def compare_partitions(
     allowed = np.maximum(tolerance * np.abs(base), rows["regression_min_change"].to_numpy(float))
     worsening = np.where(higher, base - cur, cur - base)
     with np.errstate(divide="ignore", invalid="ignore"):
-        relative = np.where(base != 0, (cur - base) / np.abs(base), np.sign(cur - base) * np.inf)
+        relative = np.where(base != 0, (cur - base) / np.abs(base), np.nan)
     paired = _paired(current.items, baseline.items) if baseline is not None else {}
     samples = _unpaired(current.samples, baseline.samples) if baseline is not None else {}
     changed = _changed_roles(current, baseline) if baseline is not None else {}
@@ -526,6 +600,8 @@ def compare_partitions(
     tested: list[np.ndarray | None] = [None] * n
     reason = np.full(n, "", dtype=object)
     counts = np.zeros((n, 3), dtype=np.int64)
+    asked = np.zeros(n, dtype=np.int64)
+    silent, outage, silence = _no_traffic(rows, base, cur, current.traffic_every_day)
     for i, (tier, system, metric) in enumerate(zip(*(rows[k] for k in KEY), strict=True)):
         moved = [
             f"{who} changed ({ids})"
@@ -535,9 +611,11 @@ def compare_partitions(
             and (tier, system, metric) not in baseline.bridged.get(who, frozenset())
         ]
         reason[i] = _row_reason(baseline, base[i], cur[i], errors[i], moved)
+        if silent[i] and baseline is not None:
+            reason[i] = silence[i]
         items, sample = paired.get((tier, system, metric)), samples.get((tier, system, metric))
         if items is not None:
-            counts[i] = (items[0].size, items[2], items[3])
+            counts[i], asked[i] = (items[0].size, items[2], items[3]), items[4]
         elif sample is not None:
             counts[i, 1:] = (sample[0].size, sample[1].size)
         if reason[i]:
@@ -601,16 +679,16 @@ def compare_partitions(
             needed[i] = _items_needed(
                 name, tested[i], int(n_better[i]), base[i], bars[i], int(resamples[i])
             )
+    to_detect = np.full(n, np.nan)
     for i in np.flatnonzero(comparable):
         name = tests[i].name if tests[i] else EFFECT_ONLY
         if untestable[i]:
+            to_detect[i] = _items_to_detect(tested[i], int(n_better[i]), bars[i], int(resamples[i]))
             reason[i] = _untestable_reason(
                 int(counts[i, 0]),
                 floors[i],
                 bars[i],
-                tested[i],
-                int(n_better[i]),
-                int(resamples[i]),
+                to_detect[i],
                 p_worse[i] if too_few[i] else None,
             )
         elif degenerate[i] and name in UNPAIRED_TESTS:
@@ -625,9 +703,16 @@ def compare_partitions(
             )
         if monitor[i]:
             reason[i] += " (monitored: never alerted)"
+    dropped, coverage = _coverage_dropped(counts, asked, comparable, rule)
+    for i in np.flatnonzero(dropped):
+        keep = verdict[i] == REGRESSED
+        reason[i] = f"{reason[i]}; {coverage[i]}" if keep else f"{coverage[i]} ({reason[i]})"
+        verdict[i] = verdict[i] if keep else NOT_COMPARABLE
     alert = ~monitor & (
         regressed
         | too_few
+        | (dropped & primary)
+        | (outage & (baseline is not None))
         | (reason == MISSING_TODAY)
         | np.char.startswith(reason.astype(str), OUTAGE)
     )
@@ -659,6 +744,7 @@ def compare_partitions(
             "bar": np.where(comparable & has_test, bars, np.nan),
             "detectable_change": detectable,
             "items_needed": needed,
+            "items_to_detect": to_detect,
             "verdict": verdict,
             "reason": reason,
             "alert": alert,
@@ -690,33 +776,32 @@ def _items_needed(
     return math.nan
 
 
+def _items_to_detect(
+    worsening: np.ndarray | None, n_better: int, bar: float, n_resamples: int
+) -> float:
+    """About how many paired items would detect today's change alone at `bar` (the sign test's
+    for 0/±1 changes, the sign-flip test's else); NaN without paired items."""
+    if worsening is None or worsening.size == 0:
+        return math.nan
+    if np.isin(worsening, (-1.0, 0.0, 1.0)).all():
+        change = abs(float(worsening.sum())) / worsening.size
+        return sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
+    spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
+    return sign_flip_items_needed(spread, abs(float(worsening.mean())), bar, n_resamples)
+
+
 def _untestable_reason(
-    n_paired: int,
-    floor: float,
-    bar: float,
-    worsening: np.ndarray | None,
-    n_better: int,
-    n_resamples: int,
-    alerted_p: float | None,
+    n_paired: int, floor: float, bar: float, needed: float, alerted_p: float | None
 ) -> str:
-    """Why a row cannot be tested, and about how many items would detect today's change;
-    `alerted_p` (the metric's own one-sided p-value) when it is alerted on its effect."""
+    """Why a row cannot be tested, and about how many items (`needed`) would detect today's
+    change; `alerted_p` (the metric's own one-sided p-value) when it is alerted on its effect."""
     bounds = f"smallest reachable p {floor:.3g} > this metric's bar {bar:.3g}"
     if alerted_p is None:
         text = f"n = {n_paired}: too few items to test ({bounds})"
     else:
         own = f"its own test alone: p = {alerted_p:.3g}"
         text = f"{TOO_FEW_ITEMS}: n = {n_paired} ({bounds}; {own})"
-    if worsening is None or worsening.size == 0 or n_paired == 0:
-        return text
-    shift = abs(float(worsening.mean()))
-    if np.isin(worsening, (-1.0, 0.0, 1.0)).all():
-        change = abs(float(worsening.sum())) / worsening.size
-        needed = sign_test_items_needed(1.0, n_better / worsening.size, change, bar)
-    else:
-        spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
-        needed = sign_flip_items_needed(spread, shift, bar, n_resamples)
-    if math.isfinite(needed):
+    if n_paired and math.isfinite(needed):
         text += f"; about {int(needed)} items would detect this change"
     return text
 

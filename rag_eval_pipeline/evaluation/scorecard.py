@@ -88,6 +88,12 @@ def _share(value: float) -> float:
     return value
 
 
+def _coverage(value: float) -> float:
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{value!r} is not in [0, 1)")
+    return value
+
+
 def _positive(value: float) -> float:
     if not value > 0.0:
         raise ValueError(f"{value!r} is not > 0")
@@ -137,6 +143,7 @@ class ThresholdsFile(ConfigModel):
     roles: RoleSettings | None = None
     alert_budget: AlertBudget | None = None
     untested_tolerance: Annotated[float, AfterValidator(_positive)] = 0.2
+    coverage_tolerance: Annotated[float, AfterValidator(_coverage)] = 0.1
     metrics: dict[str, MetricRule] | None = None
     versions: dict[str, dict[str, MetricRule]] | None = None
 
@@ -158,6 +165,7 @@ class Thresholds:
     baseline_systems: Sequence[str] = ()
     primary_share: float = 0.8
     untested_tolerance: float = 0.2
+    coverage_tolerance: float = 0.1
 
     @classmethod
     def load(cls, path: Path) -> Thresholds:
@@ -176,6 +184,7 @@ class Thresholds:
             baseline_systems=tuple(roles.baseline_systems or ()),
             primary_share=(settings.alert_budget or AlertBudget()).primary,
             untested_tolerance=settings.untested_tolerance,
+            coverage_tolerance=settings.coverage_tolerance,
         )
 
     def role(self, tier: str, system: str, metric: str, version: str) -> str:

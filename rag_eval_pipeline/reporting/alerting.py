@@ -9,6 +9,7 @@ it returns what happened, so a broken webhook is logged and the sensor goes on.
 from __future__ import annotations
 
 import json
+import math
 import time
 import urllib.error
 import urllib.parse
@@ -55,6 +56,8 @@ class AlertContext:
     report_path: str | None = None
     ui_url: str | None = None
     headline_metrics: Sequence[str] = ()
+    # The partition's headline (`evaluation.headline`), the words every surface leads with.
+    headline: str = ""
 
     @property
     def asset_link(self) -> str:
@@ -76,6 +79,28 @@ def number(value: Any, template: str = "{:.4f}") -> str:
     if value is None or pd.isna(value):
         return "—"
     return template.format(value)
+
+
+def change_text(relative: Any, base: Any = None, value: Any = None) -> str:
+    """A relative change as a signed percentage (`-12.5%`); from a zero baseline, where no
+    relative change exists, the change in points (`+50.0 points` for a value within 0–1,
+    else `+3.2 from 0`): never infinite; `—` when unknown."""
+    if relative is not None and not pd.isna(relative) and math.isfinite(relative):
+        return f"{relative:+.1%}"
+    if base is None or pd.isna(base) or base != 0 or value is None or pd.isna(value):
+        return "—"
+    if 0.0 <= float(value) <= 1.0:
+        return f"{float(value) * 100:+.1f} points"
+    return f"{float(value):+.4g} from 0"
+
+
+def row_change(row: Any) -> str:
+    """`change_text` of a verdict row (its relative change, baseline and value)."""
+    return change_text(
+        getattr(row, "relative_change", None),
+        getattr(row, "baseline_value", None),
+        getattr(row, "value", None),
+    )
 
 
 def sample_size(row: Any) -> str:
@@ -109,7 +134,7 @@ def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
     if reason == MISSING_TODAY:
         return f"{name}: {number(row.baseline_value)} → missing today"
     details = _optional(row, "q_value", "; q = {:.3g}") + _sample_size_suffix(row)
-    change = number(row.relative_change, "{:+.1%}")
+    change = row_change(row)
     labelled = reason.startswith((OUTAGE, TOO_FEW_ITEMS))
     label = f" — {escape(reason.split(';')[0])}" if labelled else ""
     return f"{name}: {number(row.baseline_value)} → {number(row.value)} ({change}{details}){label}"
@@ -164,19 +189,19 @@ def alert_payload(
 ) -> dict[str, Any]:
     """One partition's alert: Slack `{"text": ...}` or a generic JSON document.
 
-    Title with the version and date; grouped by system, at most `MAX_LISTED_PER_SYSTEM`
-    metrics each (the rest counted); each with baseline → current, relative change, q and n;
-    then where to look (the report file, the asset partition). Every dataset-derived value in
-    Slack text is escaped (`slack_text`); the JSON document's texts show invisible characters
-    as escapes (`visible_text`).
+    Title with the version, the date and the partition's headline; grouped by system, at most
+    `MAX_LISTED_PER_SYSTEM` metrics each (the rest counted); each with baseline → current,
+    relative change, q and n; then where to look (the report file, the asset partition). Every
+    dataset-derived value in Slack text is escaped (`slack_text`); the JSON document's texts
+    show invisible characters as escapes (`visible_text`).
     """
     first = regressions.iloc[0]
     where = context or AlertContext(str(first["dataset_version"]), str(first["date"]))
     ordered = ordered_alerts(regressions, where.headline_metrics)
+    told = where.headline or f"{len(regressions)} alert(s)"
     title = (
-        f"rag_eval_pipeline: {len(regressions)} regression alert(s) on "
-        f"{where.dataset_version} {where.date} (baseline {first['baseline_version']} "
-        f"{first['baseline_date']})"
+        f"rag_eval_pipeline: {where.dataset_version} {where.date}: {told} "
+        f"(baseline {first['baseline_version']} {first['baseline_date']})"
     )
     groups = [(str(system), rows) for system, rows in ordered.groupby("system", sort=False)]
     look = [f"report: {where.report_path}"] if where.report_path else []

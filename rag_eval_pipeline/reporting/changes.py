@@ -1,41 +1,74 @@
 """What changed in a partition, grouped for the report's first section.
 
 `metric_regressions` gives every metric a verdict. The report leads with the rows a reader must
-see: each verdict kind maps to a section (`CHANGE_SECTIONS`), so a new kind slots in by adding
-one entry; alerted rows of any other kind (a metric missing today, a judge outage) are outages.
+see: each row kind of `evaluation.headline` (regression, outage, untestable, improvement,
+monitored) maps to a section (`KIND_SECTIONS`), so the report counts what the terminal and the
+alerts count.
 A row's role comes from its `role` column when the table has one, else Tier 0–3 headline
 metrics are primary and the rest secondary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from rag_eval_pipeline.reporting.alerting import number, sample_size
+from rag_eval_pipeline.evaluation.headline import (
+    FIRST,
+    IMPROVEMENT,
+    MONITORED,
+    OUTAGE,
+    REGRESSION,
+    UNTESTED,
+    change_kinds,
+    headline,
+)
+from rag_eval_pipeline.reporting.alerting import change_text, sample_size
 
-# Verdict kind → section of "What changed", in display order.
-CHANGE_SECTIONS = {
-    "regressed": "Regressions",
-    "untestable": "Untestable changes",
-    "improved": "Improvements",
+# Row kind (`evaluation.headline.change_kinds`) → section of "What changed", in display order.
+KIND_SECTIONS = {
+    REGRESSION: "Regressions",
+    OUTAGE: "Outages and missing metrics",
+    UNTESTED: "Untestable changes",
+    IMPROVEMENT: "Improvements",
+    MONITORED: "Monitored changes (never alerted)",
 }
-OUTAGES = "Outages and missing metrics"
-SECTION_ORDER = ("Regressions", OUTAGES, "Untestable changes", "Improvements")
+OUTAGES = KIND_SECTIONS[OUTAGE]
+SECTION_ORDER = tuple(KIND_SECTIONS.values())
 PRIMARY, SECONDARY = "primary", "secondary"
 PRIMARY_TIERS = ("tier0_embedding", "tier1_retrieval", "tier2_generation", "tier3_e2e")
-# Where the per-item rows behind a tier's metrics are (the asset to open in the UI).
-DRILL_DOWN = {
+# The asset holding a tier's metrics when no per-item asset holds a metric (its quality
+# asset), e.g. traffic volume or the embedding's cluster figures.
+TIER_ASSETS = {
     "tier0_embedding": "embedding_quality",
-    "tier1_retrieval": "retrieval_metrics (per query)",
-    "tier2_generation": "generation_judgments (per question)",
-    "tier3_e2e": "e2e_judgments (per question)",
-    "traffic": "traffic_metrics, traffic_judgments (per interaction)",
+    "tier1_retrieval": "retrieval_metrics",
+    "tier2_generation": "generation_judgments",
+    "tier3_e2e": "e2e_judgments",
+    "traffic": "traffic_metrics",
     "ux": "ux_metrics",
     "judge_reliability": "judge_reliability",
     "show_judge": "show_judge_quality",
+    "cost": "evaluation_scorecard",
 }
+
+
+def where_to_look(
+    rows: pd.DataFrame, sources: pd.DataFrame, groups: Mapping[str, str | None]
+) -> pd.Series:
+    """Per verdict row, the asset holding its rows and its group in the Dagster UI:
+    `system_retrieval_metrics in group 4_end_to_end`. `sources` (`item_scores.item_sources`)
+    names the per-item asset of each (tier, system, metric); others fall back on the tier's
+    asset (`TIER_ASSETS`)."""
+    found = rows[["tier", "system", "metric"]].merge(
+        sources, on=["tier", "system", "metric"], how="left"
+    )["asset"]
+    fallback = rows["tier"].map(lambda t: TIER_ASSETS.get(str(t), "evaluation_scorecard"))
+    assets = found.where(found.notna().to_numpy(), fallback.to_numpy())
+    words = [
+        f"{asset} in group {groups[asset]}" if groups.get(asset) else str(asset) for asset in assets
+    ]
+    return pd.Series(words, index=rows.index, dtype=object)
 
 
 def roles(frame: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.Series:
@@ -47,68 +80,55 @@ def roles(frame: pd.DataFrame, headline_metrics: Sequence[str]) -> pd.Series:
     return primary.map({True: PRIMARY, False: SECONDARY})
 
 
-def section_of(verdict: str, alert: bool, beyond_tolerance: bool = True) -> str | None:
-    """The "What changed" section of a verdict, None when the row is not a change (an
-    untestable row that moved less than its tolerance is not one)."""
-    if verdict == "untestable" and not (alert or beyond_tolerance):
-        return None
-    if verdict in CHANGE_SECTIONS:
-        return CHANGE_SECTIONS[verdict]
-    return OUTAGES if alert else None
-
-
 def changes_by_section(
     comparisons: pd.DataFrame, headline_metrics: Sequence[str]
 ) -> dict[str, pd.DataFrame]:
-    """The partition's changed rows by section (`SECTION_ORDER` first, new kinds after), each
-    with `role` and `where`, primary rows first, then by size of the change."""
+    """The partition's changed rows by section (`KIND_SECTIONS`, one per row kind of
+    `evaluation.headline`), each with `role` and `where`, primary rows first, then by size."""
     if comparisons.empty:
         return {}
-    rows = comparisons.assign(
-        role=roles(comparisons, headline_metrics),
-        section=[
-            section_of(str(v), bool(a), bool(b))
-            for v, a, b in zip(
-                comparisons["verdict"],
-                comparisons["alert"],
-                comparisons["relative_change"].abs().fillna(0)
-                > comparisons.get("threshold", pd.Series(0.0, index=comparisons.index)),
-                strict=True,
-            )
-        ],
-        where=comparisons["tier"].map(lambda t: DRILL_DOWN.get(str(t), str(t))),
+    with_roles = comparisons.assign(role=roles(comparisons, headline_metrics))
+    rows = with_roles.assign(
+        section=change_kinds(with_roles).map(KIND_SECTIONS),
+        where=(
+            comparisons["where"]
+            if "where" in comparisons.columns
+            else comparisons["tier"].map(lambda t: TIER_ASSETS.get(str(t), str(t)))
+        ),
     )
     rows = rows[rows["section"].notna()]
     rows = rows.assign(
         _secondary=rows["role"] != PRIMARY, _size=-rows["relative_change"].abs().fillna(0)
     ).sort_values(["_secondary", "_size", "tier", "system", "metric"])
-    found = list(dict.fromkeys(rows["section"]))
-    order = [s for s in SECTION_ORDER if s in found] + [s for s in found if s not in SECTION_ORDER]
+    found = set(rows["section"])
     return {
         section: rows[rows["section"] == section].drop(columns=["_secondary", "_size"])
-        for section in order
+        for section in SECTION_ORDER
+        if section in found
     }
 
 
 def week_summary(
     by_date: dict[str, pd.DataFrame], headline_metrics: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """One row per date: counts of regressions, outages, improvements, and the first
-    regression (primary first, then the largest) with its q, n and where to look (`date,
-    regressions, outages, improvements, largest, first`)."""
+    """One row per date: its headline (`evaluation.headline`: counts of regressions, outages,
+    improvements, its words) and the first regression (primary first, then the largest) with
+    its q, n and where to look (`date, regressions, outages, improvements, headline, largest,
+    first`)."""
     records = []
     for day, frame in sorted(by_date.items()):
-        sections = changes_by_section(frame, headline_metrics)
-        regressed = sections.get("Regressions", pd.DataFrame())
-        top = regressed.iloc[0] if len(regressed) else None
+        told = headline(frame.assign(role=roles(frame, headline_metrics)))
+        regressed = changes_by_section(frame, headline_metrics).get(KIND_SECTIONS[REGRESSION])
+        top = regressed.iloc[0] if regressed is not None and len(regressed) else None
         records.append(
             {
                 "date": day,
-                "regressions": len(regressed),
-                "outages": len(sections.get(OUTAGES, ())),
-                "improvements": len(sections.get("Improvements", ())),
+                "regressions": told.counts[REGRESSION],
+                "outages": told.counts[OUTAGE],
+                "improvements": told.counts[IMPROVEMENT],
+                "headline": told.text,
                 "largest": "" if top is None else _described(top),
-                "first": bool(frame.empty or frame["baseline_date"].isna().all()),
+                "first": told.state == FIRST,
             }
         )
     return pd.DataFrame(records)
@@ -121,7 +141,8 @@ def _described(row: pd.Series) -> str:
     q = "" if pd.isna(row["q_value"]) else f"q = {row['q_value']:.2g}"
     n = size if size in ("", "effect only") else f"n = {size}"
     details = ", ".join(part for part in (q, n) if part)
-    change = number(row["relative_change"], "{:+.1%}").replace("-", "−")
+    change = change_text(row["relative_change"], row.get("baseline_value"), row.get("value"))
+    change = change.replace("-", "−")
     return f"{row['system']} {row['metric']} {change} ({details}) → {row['where']}"
 
 

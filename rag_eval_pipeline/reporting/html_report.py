@@ -32,12 +32,22 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
+from rag_eval_pipeline.evaluation.headline import (
+    IMPROVEMENT,
+    MONITORED,
+    OUTAGE,
+    QUIET,
+    REGRESSION,
+    Headline,
+    headline,
+)
 from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
-from rag_eval_pipeline.reporting.alerting import items_needed_lines, sample_size
+from rag_eval_pipeline.reporting.alerting import change_text, items_needed_lines, sample_size
 from rag_eval_pipeline.reporting.changes import (
+    KIND_SECTIONS,
     PRIMARY,
     changes_by_section,
     roles,
@@ -65,6 +75,7 @@ SYSTEM_TIERS = (
 JUDGE_TIERS = ("judge_reliability", "show_judge")
 TIER_ORDER = (*SYSTEM_TIERS, *JUDGE_TIERS, DATASET_TIER)
 E2E_JUDGMENTS_ASSET = "e2e_judgments"
+E2E_GENERATIONS_ASSET = "e2e_generations"
 # The tiers whose system is a model name (see the tier assets), shown in the header.
 MODEL_TIERS = {
     "Embedder": "tier0_embedding",
@@ -114,6 +125,10 @@ TEMPLATES = jinja2.Environment(
     keep_trailing_newline=True,
     finalize=_visible,
 )
+# A tick label's width: at most this many px per character at the charts' 12.5 px font (digits,
+# `.` and `,` are narrower), plus the gap to the axis and a margin at the SVG's edge.
+TICK_CHAR_PX = 7.6
+TICK_LABEL_GAP = 14
 # Above this many dates a trend line has no per-point markers (regressions are always marked).
 MAX_POINT_MARKERS = 60
 
@@ -146,6 +161,7 @@ class ReportData:
     correlations: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     week: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     in_progress: frozenset[str] = frozenset()
+    models: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -185,11 +201,11 @@ def format_count(value: object) -> str:
     return "—" if math.isnan(number) else f"{number:,.0f}"
 
 
-def format_change(relative: float) -> str:
-    """A relative change as a signed percentage (`+4.2%`, `−12.0%`)."""
-    if not math.isfinite(relative):
-        return "new" if math.isnan(relative) else ("+∞" if relative > 0 else "−∞")
-    return f"{relative * 100:+.1f}%".replace("-", "−")
+def format_change(relative: float, base: object = None, value: object = None) -> str:
+    """A relative change as a signed percentage (`+4.2%`, `−12.0%`); from a zero baseline the
+    change in points (`alerting.change_text`); `new` without a baseline."""
+    text = change_text(relative, base, value)
+    return "new" if text == "—" else text.replace("-", "−")
 
 
 # --------------------------------------------------------------------------- inputs
@@ -221,7 +237,10 @@ def collect_report_data(
     headline = list(headline_metrics)
 
     def headline_rows(frame: pd.DataFrame, frame_version: str, frame_date: str) -> pd.DataFrame:
-        rows = frame[frame["metric"].isin(headline)]
+        """The headline metrics' rows and every primary metric's (each gets a trend chart
+        and a sparkline)."""
+        primary = frame.get("role", pd.Series("", index=frame.index)).eq(PRIMARY)
+        rows = frame[frame["metric"].isin(headline) | primary]
         return rows.assign(dataset_version=frame_version, date=frame_date)
 
     earlier = [
@@ -240,6 +259,7 @@ def collect_report_data(
             latest.append(headline_rows(card, other, dates[-1]))
     this = headline_rows(current, version, date)
     judgments = store.read_partition(E2E_JUDGMENTS_ASSET, version, date)
+    generations = store.read_partition(E2E_GENERATIONS_ASSET, version, date)
     days = [day for day, _ in earlier][-(WEEK_DAYS - 1) :]
     week = {day: store.read_partition(REGRESSIONS_ASSET, version, day) for day in days}
     return ReportData(
@@ -258,6 +278,7 @@ def collect_report_data(
         comparisons=regressions,
         in_progress=frozenset(in_progress) - {version},
         correlations={} if judgments is None else correlations_by_system(judgments),
+        models=models_used(current, judgments, generations),
         week={
             **{day: frame for day, frame in week.items() if frame is not None},
             date: regressions,
@@ -318,7 +339,18 @@ def line_chart_svg(
     Each series is one `<polyline class="series" data-series=...>` per run of known values;
     a regression is a red `<g class="regression">` with a `<title>` tooltip at its point.
     """
-    left, right, top = 58, 24, 14
+    finite = [
+        v
+        for s in series
+        for v in (*s.values, *s.ci_low, *s.ci_high)
+        if v is not None and math.isfinite(v)
+    ]
+    ticks = nice_ticks(min(finite), max(finite)) if finite else [0.0, 0.5, 1.0]
+    low, high = ticks[0], ticks[-1]
+    labels = [_tick_label(tick, ticks[1] - ticks[0]) for tick in ticks]
+    # wide enough for the longest tick label (never clipped at the SVG's left edge)
+    left = max(58, math.ceil(TICK_LABEL_GAP + TICK_CHAR_PX * max(map(len, labels))))
+    right, top = 24, 14
     plot_width = width - left - right
     all_dates = sorted({d for s in series for d in s.dates})
     ordinals = {d: Day.fromisoformat(d).toordinal() for d in all_dates}
@@ -329,15 +361,6 @@ def line_chart_svg(
         if last == first:
             return left + plot_width / 2
         return left + inner + (ordinals[day] - first) / (last - first) * (plot_width - 2 * inner)
-
-    finite = [
-        v
-        for s in series
-        for v in (*s.values, *s.ci_low, *s.ci_high)
-        if v is not None and math.isfinite(v)
-    ]
-    ticks = nice_ticks(min(finite), max(finite)) if finite else [0.0, 0.5, 1.0]
-    low, high = ticks[0], ticks[-1]
 
     def y_of(value: float) -> float:
         return top + inner / 2 + (high - value) / (high - low) * (plot_height - inner)
@@ -356,13 +379,12 @@ def line_chart_svg(
         f'role="img" aria-label="{html_text(title)}">',
         f"<title>{html_text(title)}</title>",
     ]
-    step = ticks[1] - ticks[0]
-    for tick in ticks:
+    for tick, label in zip(ticks, labels, strict=True):
         y = y_of(tick)
         parts.append(
             f'<line class="grid" x1="{left}" x2="{left + plot_width}" y1="{y:.1f}" y2="{y:.1f}"/>'
             f'<text class="tick" x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_tick_label(tick, step)}</text>"
+            f"{label}</text>"
         )
     for day in _date_ticks(all_dates, x_of):
         x = x_of(day)
@@ -505,17 +527,19 @@ def with_baseline_change(scorecard: pd.DataFrame, baseline: Baseline | None) -> 
     return merged.assign(relative_change=change)
 
 
-def _change_cell(
-    relative: float, higher_is_better: bool, regressed: bool, incomparable: str | None = None
-) -> str:
+def _change_cell(r: Any, regressed: bool, incomparable: str | None = None) -> str:
+    """The Δ cell of scorecard row `r`: its change (`format_change`) coloured by direction."""
+    text = format_change(r.relative_change, r.baseline_value, r.value)
     if incomparable:
-        return f'<td class="num muted">{format_change(relative)} ({html_text(incomparable)})</td>'
-    if math.isnan(relative):
+        return f'<td class="num muted">{text} ({html_text(incomparable)})</td>'
+    delta = float(r.value) - float(r.baseline_value)
+    if text == "new" or math.isnan(delta):
         return '<td class="num muted">—</td>'
-    worse = relative < 0 if higher_is_better else relative > 0
-    css = "flat" if abs(relative) < 0.005 else ("worse" if worse else "better")
+    worse = delta < 0 if bool(r.higher_is_better) else delta > 0
+    flat = abs(delta) < 0.005 * abs(float(r.baseline_value)) or delta == 0
+    css = "flat" if flat else ("worse" if worse else "better")
     css = "regressed" if regressed else css
-    return f'<td class="num delta delta-{css}">{format_change(relative)}</td>'
+    return f'<td class="num delta delta-{css}">{text}</td>'
 
 
 def scorecard_summary_html(
@@ -560,7 +584,7 @@ def scorecard_summary_html(
                 f'<td class="num strong">{format_value(r.value)}</td>'
                 f'<td class="num">{_ci(r.ci_low, r.ci_high)}</td>'
                 f'<td class="num">{format_count(r.count)}</td>'
-                f"{_change_cell(r.relative_change, bool(r.higher_is_better), is_regressed, moved)}"
+                f"{_change_cell(r, is_regressed, moved)}"
                 f'<td class="num muted">'
                 f"{format_detectable(detectable.get((r.tier, r.system, r.metric), math.nan))}</td>"
                 f"<td>{_band_pill(r.band)}</td>{spark}</tr>"
@@ -788,7 +812,9 @@ def _version_mark(day: str, report_date: str | None, in_progress: bool) -> str:
 
 
 def _change_row(r: Any) -> str:
-    worse = r.section != "Improvements"
+    delta = float(r.value) - float(r.baseline_value)
+    got_worse = delta < 0 if bool(r.higher_is_better) else delta > 0
+    worse = r.section != "Improvements" and (r.section != KIND_SECTIONS[MONITORED] or got_worse)
     css = "delta-regressed" if worse else "delta-better"
     role = str(r.role)
     return (
@@ -798,7 +824,8 @@ def _change_row(r: Any) -> str:
         f"{_direction(r.higher_is_better)}</td>"
         f'<td class="num">{format_value(r.baseline_value)}</td>'
         f'<td class="num strong">{format_value(r.value)}</td>'
-        f'<td class="num delta {css}">{format_change(r.relative_change)}</td>'
+        f'<td class="num delta {css}">'
+        f"{format_change(r.relative_change, r.baseline_value, r.value)}</td>"
         f'<td class="num">{format_q(r.q_value)}</td>'
         f'<td class="num">{html_text(sample_size(r))}</td>'
         f'<td>{html_text(r.where)}<div class="hint">{html_text(r.reason)}</div></td></tr>'
@@ -819,12 +846,9 @@ def changes_html(data: ReportData) -> str:
         sections: dict[str, pd.DataFrame] = {}
     else:
         sections = changes_by_section(data.comparisons, data.headline_metrics)
-        against = f"{html_text(data.baseline.version)} {html_text(data.baseline.date)}"
-        intro = (
-            ""
-            if sections
-            else f'<p class="ok">A quiet day: no significant change against {against}.</p>'
-        )
+        told = day_headline(data)
+        css = "ok" if told.state == QUIET else "headline"
+        intro = f'<p class="{css}" id="headline">{html_text(told.text)}</p>'
     parts = [intro]
     for section, rows in sections.items():
         body = [_change_row(r) for r in rows.itertuples()]
@@ -869,11 +893,6 @@ def week_html(data: ReportData) -> str:
     body = []
     for r in summary.itertuples():
         current = " current" if r.date == data.date else ""
-        verdict = (
-            "first evaluation"
-            if r.first
-            else ("quiet" if not (r.regressions or r.outages or r.improvements) else "")
-        )
         cells = "".join(
             f'<td class="num{" bad" if n and name != "improvements" else ""}">{n}</td>'
             for name, n in (
@@ -889,9 +908,9 @@ def week_html(data: ReportData) -> str:
         )
         body.append(
             f'<tr class="{current.strip()}"><td>{link}</td>{cells}'
-            f"<td>{html_text(r.largest) or html_text(verdict)}</td></tr>"
+            f"<td>{html_text(r.largest or r.headline)}</td></tr>"
         )
-    headers = ["Date", "Regressions", "Outages", "Improvements", "First regression"]
+    headers = ["Date", "Regressions", "Outages", "Improvements", "First regression, or the day"]
     return _table(headers, body, {1, 2, 3}, "week compact")
 
 
@@ -996,12 +1015,27 @@ def tier_tables_html(data: ReportData, tiers: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- page
 
 
-def models_used(scorecard: pd.DataFrame) -> dict[str, list[str]]:
-    """Role (`Embedder`, `Judge`, `Generator`) → the model names the scorecard was made with."""
-    return {
-        role: sorted(set(scorecard.loc[scorecard["tier"] == tier, "system"].astype(str)))
+# The columns of the per-question rows that name the model which made them.
+MODEL_COLUMNS = {"Judge": "judge_model", "Generator": "generator_model"}
+
+
+def models_used(
+    scorecard: pd.DataFrame,
+    judgments: pd.DataFrame | None = None,
+    generations: pd.DataFrame | None = None,
+) -> dict[str, list[str]]:
+    """Role (`Embedder`, `Judge`, `Generator`) → the model names the partition was made with:
+    the tier named after the model (`MODEL_TIERS`), and the models the end-to-end judgments
+    and generations name in their rows (a version without judge labels has no judge tier)."""
+    found = {
+        role: set(scorecard.loc[scorecard["tier"] == tier, "system"].astype(str))
         for role, tier in MODEL_TIERS.items()
     }
+    for role, frame in (("Judge", judgments), ("Generator", generations)):
+        column = MODEL_COLUMNS[role]
+        if frame is not None and column in frame.columns:
+            found[role] |= set(frame[column].dropna().astype(str))
+    return {role: sorted(names) for role, names in found.items()}
 
 
 def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
@@ -1014,7 +1048,8 @@ def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
     return {
         (r.date, r.tier, r.system, r.metric): (
             f"Regression on {r.date}: {r.system} {r.metric} = {format_value(r.value)}, "
-            f"{format_change(r.relative_change)} vs {format_value(r.baseline_value)} on "
+            f"{format_change(r.relative_change, r.baseline_value, r.value)} vs "
+            f"{format_value(r.baseline_value)} on "
             f"{r.baseline_version} {r.baseline_date} (tolerance {r.threshold:.0%})"
         )
         for r in marks.itertuples()
@@ -1071,7 +1106,9 @@ def trends_html(data: ReportData) -> str:
     marks = regression_marks(data)
     figures = []
     present = set(data.history["metric"])
-    for metric in (m for m in data.headline_metrics if m in present):
+    primary = data.history.get("role", pd.Series("", index=data.history.index)).eq(PRIMARY)
+    also = sorted(set(data.history.loc[primary, "metric"]) - set(data.headline_metrics))
+    for metric in (m for m in (*data.headline_metrics, *also) if m in present):
         series = trend_series(data.history, metric, colors, marks)
         lower = not bool(
             data.history.loc[data.history["metric"] == metric, "higher_is_better"].iloc[0]
@@ -1094,15 +1131,29 @@ def trends_html(data: ReportData) -> str:
     )
 
 
+def day_headline(data: ReportData) -> Headline:
+    """The partition's headline (`evaluation.headline`): the counts and words of every surface."""
+    rows = data.comparisons if data.baseline is not None else data.comparisons.iloc[0:0]
+    return headline(rows.assign(role=roles(rows, data.headline_metrics)) if len(rows) else rows)
+
+
 def _kpis(data: ReportData) -> str:
     metrics = data.scorecard[data.scorecard["tier"].isin(SYSTEM_TIERS)]
     counts = metrics["band"].value_counts()
-    sections = changes_by_section(data.comparisons, data.headline_metrics) if data.baseline else {}
-    n_regressions = len(sections.get("Regressions", ()))
-    n_improved = len(sections.get("Improvements", ()))
+    told = day_headline(data)
+    changes = [
+        ("Regressions", told.counts[REGRESSION], "needs-attention"),
+        ("Outages", told.counts[OUTAGE], "needs-attention"),
+        ("Untestable primary", told.undecided, "needs-attention"),
+        ("Improvements", told.counts[IMPROVEMENT], "excellent"),
+        ("Monitored changes", told.counts[MONITORED], "neutral"),
+    ]
     cards = [
-        ("Regressions", n_regressions, "needs-attention" if n_regressions else "excellent"),
-        ("Improvements", n_improved, "excellent" if n_improved else "neutral"),
+        (label, n, css if n else ("excellent" if label == "Regressions" else "neutral"))
+        for label, n, css in changes
+        if n or label in ("Regressions", "Improvements")
+    ]
+    cards += [
         ("System metrics", len(metrics), "neutral"),
         ("Excellent", int(counts.get(EXCELLENT, 0)), "excellent"),
         ("Good", int(counts.get(GOOD, 0)), "good"),
@@ -1133,7 +1184,7 @@ def _header(data: ReportData) -> str:
     ]
     facts += [
         (role, ", ".join(f"<code>{html_text(m)}</code>" for m in models) or "—")
-        for role, models in models_used(data.scorecard).items()
+        for role, models in (data.models or models_used(data.scorecard)).items()
     ]
     stats = data.scorecard[data.scorecard["tier"] == DATASET_TIER].set_index("metric")["value"]
     sizes = " · ".join(
@@ -1240,7 +1291,8 @@ white-space:nowrap}
 .delta-regressed{color:var(--bad);font-weight:700}
 .muted{color:var(--muted)}
 .hint{color:var(--muted);font-size:12px;margin-left:6px}
-.empty,.ok{margin:0;padding:12px 14px;border-radius:8px;background:var(--bg)}
+.empty,.ok,.headline{margin:0 0 12px;padding:12px 14px;border-radius:8px;background:var(--bg)}
+.headline{background:var(--bad-bg);color:var(--bad);font-weight:600}
 .ok{background:var(--exc-bg);color:var(--exc);font-weight:500}
 table.changes td:nth-child(3){min-width:10em}
 table.compact{font-size:13px}table.compact td,table.compact th{padding:4px 8px}

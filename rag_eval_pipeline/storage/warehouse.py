@@ -64,7 +64,18 @@ class WarehouseStore:
 
     def scorecard_dates(self, version: str) -> list[str]:
         """Dates with a stored scorecard for `version`, ascending."""
-        folder = self.base / SCORECARD_ASSET / version
+        return self.partition_dates(SCORECARD_ASSET, version)
+
+    def partition_versions(self, asset: str) -> list[str]:
+        """Dataset versions with a stored partition folder of `asset`, sorted."""
+        root = self.base / asset
+        if not root.exists():
+            return []
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def partition_dates(self, asset: str, version: str) -> list[str]:
+        """Dates with a stored partition of `asset` for `version`, ascending."""
+        folder = self.base / asset / version
         if not folder.exists():
             return []
         return sorted(

@@ -90,7 +90,7 @@ def judge_reliability(
     quality = pd.concat(parts, ignore_index=True)
     context.add_output_metadata(
         {
-            **summary_metadata(quality),
+            **summary_metadata(quality, partition_parts(context)[0]),
             **metadata,
             "repetitions": MetadataValue.int(config.repetitions),
             "delta": MetadataValue.float(config.delta),
@@ -149,7 +149,7 @@ def show_judge_quality(
     )
     context.add_output_metadata(
         {
-            **summary_metadata(quality),
+            **summary_metadata(quality, partition_parts(context)[0]),
             "confusion_matrix": MetadataValue.md(markdown_table(confusion)),
             "n_errors": MetadataValue.int(int(values["n_errors"])),
             **llm_usage_metadata("judge", model, client),
@@ -195,7 +195,7 @@ def judge_corrected_quality(
     quality = ppi_quality(estimates, E2E_TIER)
     context.add_output_metadata(
         {
-            **summary_metadata(quality),
+            **summary_metadata(quality, partition_parts(context)[0]),
             "ppi": MetadataValue.md(markdown_table(ppi_table(estimates))),
             "what_ppi_means": MetadataValue.text(EXPLANATION),
             "alpha": MetadataValue.float(config.alpha),

@@ -17,12 +17,14 @@ from rag_eval_pipeline.defs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.evaluation.headline import REGRESSION
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.reporting.html_report import (
     DATASET_TIER,
     SYSTEM_TIERS,
     collect_report_data,
+    day_headline,
     render_report,
 )
 from rag_eval_pipeline.settings import REPORTS_URL
@@ -77,7 +79,7 @@ def evaluation_report(
     metrics = evaluation_scorecard[evaluation_scorecard["tier"] != DATASET_TIER]
     levels = metrics[metrics["tier"].isin(SYSTEM_TIERS)]
     n_attention = int((levels["band"] == NEEDS_ATTENTION).sum())
-    n_regressions = len(data.regressions)
+    told = day_headline(data)
     against = (
         f"{markdown_cell(data.baseline.version)} {markdown_cell(data.baseline.date)}"
         if data.baseline
@@ -90,10 +92,12 @@ def evaluation_report(
             "summary": MetadataValue.md(
                 f"**{markdown_cell(version)} · {day}**: {len(metrics)} metrics, "
                 f"{n_attention} of the system's below their band, "
-                f"{n_regressions} regression(s) against {against}. "
+                f"against {against}: {markdown_cell(told.text)}. "
                 f"[Open the report]({path.as_uri()})"
             ),
-            "n_regressions": MetadataValue.int(n_regressions),
+            "headline": MetadataValue.text(told.text),
+            "n_alerts": MetadataValue.int(told.n_alerts),
+            "n_regressions": MetadataValue.int(told.counts[REGRESSION]),
         }
     )
     return pd.DataFrame(
@@ -102,7 +106,8 @@ def evaluation_report(
                 "version": version,
                 "date": day,
                 "path": str(path),
-                "n_regressions": n_regressions,
+                "n_alerts": told.n_alerts,
+                "n_regressions": told.counts[REGRESSION],
                 "n_metrics": len(metrics),
             }
         ]

@@ -10,7 +10,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, plotted_key
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.evaluation.cost import cost_quality, unpriced_models
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
@@ -45,10 +45,13 @@ class ScorecardConfig(Config):
     thresholds_file: str = str(THRESHOLDS_FILE)
 
 
-def headline_values(scorecard: pd.DataFrame) -> dict[str, float]:
-    """`<tier>/<system>/<metric>` → value for the headline metrics (plotted by the UI)."""
+def headline_values(scorecard: pd.DataFrame, version: str) -> dict[str, float]:
+    """`<version>/<tier>/<system>/<metric>` → value for the headline metrics (plotted by the
+    UI, one series per version: `defs.metadata.plotted_key`)."""
     rows = scorecard[scorecard["metric"].isin(HEADLINE_METRICS)]
-    return {f"{r.tier}/{r.system}/{r.metric}": float(r.value) for r in rows.itertuples()}
+    return {
+        plotted_key(version, r.tier, r.system, r.metric): float(r.value) for r in rows.itertuples()
+    }
 
 
 @asset(
@@ -107,7 +110,7 @@ def evaluation_scorecard(
                 if unpriced
                 else {}
             ),
-            **headline_metadata(headline_values(scorecard)),
+            **headline_metadata(headline_values(scorecard, version)),
             "n_metrics": MetadataValue.int(len(scorecard)),
             "n_needs_attention": MetadataValue.int(len(attention)),
             "scorecard": MetadataValue.md(markdown_table(scorecard[shown], max_rows=400)),

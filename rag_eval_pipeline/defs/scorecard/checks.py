@@ -18,6 +18,7 @@ from dagster import (
 from rag_eval_pipeline.defs.metadata import markdown_table
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.scorecard.assets import evaluation_scorecard
+from rag_eval_pipeline.evaluation.headline import OUTAGE, REGRESSION, headline
 from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
@@ -58,9 +59,11 @@ def scorecard_thresholds(
     additional_ins={"metric_regressions": AssetIn(REGRESSIONS_ASSET)},
     partitions_def=evaluation_partitions,
     description=(
-        "No metric regressed against the baseline (previous date by default) and none that had "
-        "a value there is missing today, as `metric_regressions` decided: a paired one-sided "
-        "test with Benjamini–Hochberg q < α and a change beyond the metric's tolerance."
+        "No alert in `metric_regressions` (a regressed metric, one missing today, a judge "
+        "outage): the day's headline (evaluation.headline), the words `rag-eval run` and the "
+        "report print. Partitioned (one evaluation per partition): the Checks tab keeps each "
+        "partition's latest status, so a regression day stays failed after later days pass "
+        "while the latest execution it shows is the newest day's, which may have passed."
     ),
 )
 def scorecard_regressions(
@@ -68,6 +71,7 @@ def scorecard_regressions(
     evaluation_scorecard: pd.DataFrame,
     metric_regressions: pd.DataFrame,
 ) -> AssetCheckResult:
+    told = headline(metric_regressions)
     alerted = metric_regressions[metric_regressions["alert"].astype(bool)]
     first = metric_regressions.head(1)
     baseline = (
@@ -77,11 +81,16 @@ def scorecard_regressions(
     )
     shown = alerted[[*CHANGE_COLUMNS, "q_value"]]
     return AssetCheckResult(
-        passed=alerted.empty,
+        passed=told.n_alerts == 0,
         severity=AssetCheckSeverity.WARN,
+        description=told.text,
         metadata={
             "baseline": MetadataValue.text(baseline),
-            "n_regressions": MetadataValue.int(len(alerted)),
+            "headline": MetadataValue.text(told.text),
+            "n_alerts": MetadataValue.int(told.n_alerts),
+            "n_regressions": MetadataValue.int(told.counts[REGRESSION]),
+            "n_outages": MetadataValue.int(told.counts[OUTAGE]),
+            "n_untestable_primary": MetadataValue.int(told.undecided),
             "regressions": MetadataValue.md(markdown_table(shown)),
         },
     )

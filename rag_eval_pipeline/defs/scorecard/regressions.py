@@ -10,8 +10,9 @@ import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, plotted_key
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import (
@@ -21,7 +22,12 @@ from rag_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.evaluation.composite import load_weights
-from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
+from rag_eval_pipeline.evaluation.item_scores import (
+    ITEM_SOURCES,
+    SAMPLE_SOURCES,
+    item_scores,
+    item_sources,
+)
 from rag_eval_pipeline.evaluation.model_bridge import (
     ANSWER_TIERS,
     BRIDGE_COLUMNS,
@@ -41,8 +47,10 @@ from rag_eval_pipeline.evaluation.regression import (
 )
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
+from rag_eval_pipeline.reporting.changes import where_to_look
 from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
+from rag_eval_pipeline.storage.parquet import StoredTables
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 
 SHOWN = [
@@ -66,6 +74,27 @@ class RegressionConfig(Config):
     thresholds_file: str = str(THRESHOLDS_FILE)
     n_resamples: int = 10000
     seed: int = 0
+
+
+def traffic_every_day(store: WarehouseStore, version: str, date: str) -> bool:
+    """`dataset.yaml`'s `traffic_every_day` in the partition's stored dataset snapshot (True
+    when it has none)."""
+    folder = store.partition_path("golden_dataset", version, date).with_suffix("")
+    if not folder.exists():
+        return True
+    return DatasetManifest.from_frame(StoredTables.open(folder).read("manifest")).traffic_every_day
+
+
+def asset_groups() -> dict[str, str]:
+    """Asset name → its group in the Dagster UI, from the code location's assets (imported
+    here: `definitions` imports this module)."""
+    from rag_eval_pipeline.definitions import ALL_ASSETS
+
+    return {
+        key.to_user_string(): group
+        for assets in ALL_ASSETS
+        for key, group in assets.group_names_by_key.items()
+    }
 
 
 def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[str, str | None]:
@@ -134,6 +163,7 @@ def metric_regressions(
         item_scores(today_tables),
         identities,
         item_scores(today_tables, SAMPLE_SOURCES),
+        traffic_every_day=traffic_every_day(store, version, day),
     )
     chosen = baseline.select(store, version, day)
     previous = None
@@ -191,8 +221,10 @@ def metric_regressions(
         config.seed,
         thresholds.primary_share,
         thresholds.untested_tolerance,
+        thresholds.coverage_tolerance,
     )
     verdicts = compare_partitions(current, previous, rule)
+    verdicts["where"] = where_to_look(verdicts, item_sources(today_tables), asset_groups())
     if changes:
         verdicts["reason"] = bridge_reasons(verdicts, bridge, changes)
     counts = verdicts["verdict"].value_counts()
@@ -200,7 +232,10 @@ def metric_regressions(
     context.add_output_metadata(
         {
             **headline_metadata(
-                {f"n_{v.replace(' ', '_')}": float(counts.get(v, 0)) for v in VERDICTS}
+                {
+                    plotted_key(version, f"n_{v.replace(' ', '_')}"): float(counts.get(v, 0))
+                    for v in VERDICTS
+                }
             ),
             "n_alerts": MetadataValue.int(n_alerts),
             "baseline": MetadataValue.text(

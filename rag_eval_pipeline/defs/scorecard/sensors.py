@@ -21,6 +21,7 @@ from rag_eval_pipeline.defs.partitions import (
 from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.alerts import new_alerts, undelivered_partitions
+from rag_eval_pipeline.evaluation.headline import headline
 from rag_eval_pipeline.reporting.alerting import AlertContext, alert_lines
 from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, REPORT_ASSET
@@ -52,6 +53,7 @@ def _alert_partition(
         report_path=str(report["path"].iloc[0]) if report is not None and len(report) else None,
         ui_url=alerts.ui_url,
         headline_metrics=HEADLINE_METRICS,
+        headline=headline(verdicts).text,
     )
     delivery = alerts.deliver(regressions, where)
     if delivery is not None and not delivery.ok:

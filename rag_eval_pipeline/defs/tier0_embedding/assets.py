@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource
 from rag_eval_pipeline.defs.skipping import skipped
 from rag_eval_pipeline.evaluation.corpus_embedding import (
@@ -72,7 +72,7 @@ def embedding_quality(
     quality = embedding_quality_rows(corpus_embeddings)
     context.add_output_metadata(
         {
-            **summary_metadata(quality),
+            **summary_metadata(quality, partition_parts(context)[0]),
             "cluster_source": MetadataValue.text(str(corpus_embeddings["cluster_source"].iloc[0])),
         }
     )

@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource, RagSystemResource
 from rag_eval_pipeline.evaluation.corpus_embedding import embedding_matrix
 from rag_eval_pipeline.evaluation.retrieval import (
@@ -101,5 +101,7 @@ def retrieval_quality(
     context: AssetExecutionContext, retrieval_metrics: pd.DataFrame
 ) -> pd.DataFrame:
     quality = summarize_wide(retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
-    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
+    context.add_output_metadata(
+        summary_metadata(quality, partition_parts(context)[0], PLOTTED_METRICS)
+    )
     return quality

@@ -10,7 +10,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
 from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
@@ -69,5 +69,7 @@ def system_retrieval_quality(
     context: AssetExecutionContext, system_retrieval_metrics: pd.DataFrame
 ) -> pd.DataFrame:
     quality = summarize_wide(system_retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
-    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
+    context.add_output_metadata(
+        summary_metadata(quality, partition_parts(context)[0], PLOTTED_METRICS)
+    )
     return quality

@@ -6,7 +6,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.skipping import skipped
@@ -118,5 +118,5 @@ def generation_quality(
     if generation_judgments.empty:
         return skipped(context, "no judgments for this dataset version", empty_quality())
     quality = summarize_judgments(generation_judgments, TIER)
-    context.add_output_metadata(summary_metadata(quality))
+    context.add_output_metadata(summary_metadata(quality, partition_parts(context)[0]))
     return quality

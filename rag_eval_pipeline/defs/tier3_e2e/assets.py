@@ -190,7 +190,10 @@ def e2e_quality(
         )
     summary = pd.concat(quality, ignore_index=True)
     context.add_output_metadata(
-        {**summary_metadata(summary), **correlation_metadata(e2e_judgments)}
+        {
+            **summary_metadata(summary, partition_parts(context)[0]),
+            **correlation_metadata(e2e_judgments),
+        }
     )
     return summary
 

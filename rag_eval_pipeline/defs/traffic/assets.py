@@ -213,5 +213,7 @@ def traffic_quality(
         ],
         ignore_index=True,
     )
-    context.add_output_metadata(summary_metadata(quality, PLOTTED_METRICS))
+    context.add_output_metadata(
+        summary_metadata(quality, partition_parts(context)[0], PLOTTED_METRICS)
+    )
     return quality

@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, Config, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.metadata import summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource
 from rag_eval_pipeline.evaluation.summaries import single_values
 from rag_eval_pipeline.evaluation.ux import arrival_ordered_questions, ux_values
@@ -52,5 +52,5 @@ def ux_metrics(
         ],
         ignore_index=True,
     )
-    context.add_output_metadata(summary_metadata(quality))
+    context.add_output_metadata(summary_metadata(quality, partition_parts(context)[0]))
     return quality
