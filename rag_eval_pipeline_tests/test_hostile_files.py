@@ -434,7 +434,7 @@ def test_a_key_echoed_in_a_reply_is_redacted_before_the_reply_cache(tmp_path: Pa
         model="openai/test-judge", api_base="http://judge:s3cret-pass@proxy.example/v1"
     )
     assert "s3cret-pass" not in judge.identity
-    assert judge.identity.startswith("openai/test-judge|http://***@proxy.example/v1|")
+    assert judge.identity.startswith("openai/test-judge|http://***@proxy.example/v1#")
     with run_openai_server(lambda body: f"score 4; key {key}, Bearer {key}") as server:
         config = LLMConfig(
             model="openai/test-judge",

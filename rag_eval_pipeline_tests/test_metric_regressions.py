@@ -136,7 +136,7 @@ def test_first_date_has_no_baseline(two_dates: TwoDates) -> None:
     )
     assert set(day1["verdict"]) == {"not comparable"}
     assert not day1["alert"].any()
-    assert set(day1["judge"]) == {"offline|None|t=0.0|max_tokens=512"}
+    assert set(day1["judge"]) == {"offline|local|t=0.0|max_tokens=512"}
 
 
 def test_check_and_report_read_the_asset(two_dates: TwoDates) -> None:

@@ -28,8 +28,9 @@ from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.show_judge import LLMShowJudge, OfflineShowJudge, ShowJudge
 from rag_eval_pipeline.llm.budget import CostBudget, max_cost_from_env, run_budget
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
-from rag_eval_pipeline.llm.endpoint import endpoint_digest
+from rag_eval_pipeline.llm.endpoint import OFFLINE_ENDPOINT, endpoint_digest
 from rag_eval_pipeline.llm.estimate import PromptEstimate, run_estimate
+from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.reporting.alerting import AlertContext, Delivery, alert_payload, post_json
 from rag_eval_pipeline.settings import (
     CACHE_URL,
@@ -204,10 +205,17 @@ class LLMResource(ConfigurableResource):
 
     @property
     def identity(self) -> str:
-        """What determines the replies (as in the reply cache's key): model, the endpoint's
-        digest and sampling; an estimate-only resource's stand-in replies are marked, so no
-        result is reused across."""
-        endpoint = endpoint_digest(self.model, self.api_base)
+        """What determines the replies (as in the reply cache's key), as verdicts and metadata
+        show it: the model, the endpoint (its configured URL, secrets redacted, or `default`,
+        then `#` and the first 12 hex digits of the digest of the endpoint litellm will really
+        call, provider variables included; `local` for the offline model) and sampling; an
+        estimate-only resource's stand-in replies are marked, so no result is reused across."""
+        digest = endpoint_digest(self.model, self.api_base)
+        endpoint = (
+            "local"
+            if digest == OFFLINE_ENDPOINT
+            else f"{redact(self.api_base or 'default', [self.api_key])}#{digest[:12]}"
+        )
         identity = f"{self.model}|{endpoint}|t={self.temperature}|max_tokens={self.max_tokens}"
         return f"{identity}|estimate-only" if self.estimate_only else identity
 
