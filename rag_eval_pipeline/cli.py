@@ -29,7 +29,6 @@ import pandas as pd
 from rag_eval_pipeline.datasets.golden import DatasetLimits
 from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.datasets.validity import located_verdict, version_verdict
-from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.settings import (
     DATASETS_MIRROR,
     MAX_FILE_MB,
@@ -39,6 +38,7 @@ from rag_eval_pipeline.settings import (
     WAREHOUSE_URL,
 )
 from rag_eval_pipeline.storage.objects import is_local, storage_path
+from rag_eval_pipeline.text.escaping import terminal_text
 
 if TYPE_CHECKING:
     from dagster import AssetKey, DagsterInstance, Definitions
@@ -358,7 +358,7 @@ def check_upstream_stored(
 ) -> None:
     """Raise `UsageError` (one line saying what to select) when a selected asset reads an
     upstream asset that is neither selected nor stored for every partition to run."""
-    from rag_eval_pipeline.storage.run_fingerprint import outputs_present
+    from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present
 
     graph = defs.resolve_asset_graph()
     chosen = set(selection)
@@ -585,7 +585,7 @@ def _fingerprint_tags(
     from rag_eval_pipeline.defs.partitions import evaluation_partition_key
     from rag_eval_pipeline.defs.report.assets import evaluation_report, report_path
     from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
+    from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present, partition_fingerprint
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     key = evaluation_partition_key(version, day)

@@ -18,7 +18,7 @@ from dagster import (
 from rag_eval_pipeline.defs.jobs import evaluation_job
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.resources import DatasetsResource
-from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
 SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")

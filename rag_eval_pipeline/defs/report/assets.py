@@ -17,7 +17,6 @@ from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_p
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
-from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.reporting.html_report import (
     DATASET_TIER,
     SYSTEM_TIERS,
@@ -26,6 +25,7 @@ from rag_eval_pipeline.reporting.html_report import (
 )
 from rag_eval_pipeline.settings import REPORTS_URL
 from rag_eval_pipeline.storage.objects import storage_path, write_text_atomically
+from rag_eval_pipeline.text.escaping import markdown_cell
 
 
 class ReportConfig(Config):
