@@ -47,11 +47,13 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
 	$(BIN)/ruff format --check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
+	$(BIN)/lint-imports
 
 # `make ui PORT=3001`. Started from DAGSTER_HOME, so dagster dev does not warn about the
 # project's template dagster.yaml; its hint to use `dg dev` (not installed) is silenced.

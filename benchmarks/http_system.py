@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 import httpx
 import pandas as pd
 
-from rag_eval_pipeline.systems.http_config import HttpSystemConfig
+from rag_eval_pipeline.datasets.http_config import HttpSystemConfig
 from rag_eval_pipeline.systems.http_rag import HttpRag
 from rag_eval_pipeline_tests.rag_service import run_rag_service
 

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -29,7 +30,6 @@ import pandas as pd
 from rag_eval_pipeline.datasets.golden import DatasetLimits
 from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.datasets.validity import located_verdict, version_verdict
-from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.settings import (
     DATASETS_MIRROR,
     MAX_FILE_MB,
@@ -39,6 +39,7 @@ from rag_eval_pipeline.settings import (
     WAREHOUSE_URL,
 )
 from rag_eval_pipeline.storage.objects import is_local, storage_path
+from rag_eval_pipeline.text.escaping import terminal_text
 
 if TYPE_CHECKING:
     from dagster import (
@@ -400,7 +401,7 @@ def check_upstream_stored(
 ) -> None:
     """Raise `UsageError` (one line saying what to select) when a selected asset reads an
     upstream asset that is neither selected nor stored for every partition to run."""
-    from rag_eval_pipeline.storage.run_fingerprint import outputs_present
+    from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present
 
     graph = defs.resolve_asset_graph()
     chosen = set(selection)
@@ -435,7 +436,7 @@ def _print_next_steps(
     partition whose latest run failed shows no report (the one stored is an older run's)."""
     from dagster import DagsterRunStatus, RunsFilter
 
-    from rag_eval_pipeline.defs.report.assets import report_path
+    from rag_eval_pipeline.reporting.paths import report_path
 
     def latest_run_failed(version: str) -> bool:
         tags = {"dagster/partition": f"{version}|{days[-1]}"}
@@ -708,15 +709,23 @@ def _stale_partition_keys(instance: DagsterInstance, keys: Sequence[str]) -> lis
     return stale
 
 
+BACKFILL_REQUEST_TAG = "rag_eval/backfill_request"
+DAGSTER_LOG_RECORD = re.compile(r" - dagster[\w.]* - [A-Z]+ - ")
+
+
 def _launch_backfill(
     instance: DagsterInstance, versions: Sequence[str], args: argparse.Namespace
 ) -> int:
-    """Launch a Dagster backfill of the evaluation job over the date range, with Dagster's own
-    `dagster job backfill`: its runs enter the instance's run queue, and the daemon executes
-    them, at most `max_concurrent_runs` at a time."""
-    from dagster import RunsFilter
+    """Launch a Dagster backfill of the evaluation job over the date range: its runs enter the
+    instance's run queue, one per partition, and the daemon executes them, at most
+    `max_concurrent_runs` at a time.
 
-    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
+    Dagster 1.13 has no public Python call that launches a backfill (its `DagsterInstance`
+    methods that add one take private classes), so this runs its public command, `dagster job
+    backfill`, with a tag of our own, and finds the queued runs, and the backfill's id on them,
+    through the public `DagsterInstance.get_run_records`: nothing is read from its output but,
+    on failure, its error message, printed as one line."""
+    from dagster import RunsFilter
 
     keys = _stale_partition_keys(
         instance, backfill_partition_keys(versions, args.from_date, args.to_date)
@@ -724,34 +733,48 @@ def _launch_backfill(
     if not keys:
         print("every partition of the range is up to date: nothing to backfill")
         return 0
-    command = [
-        str(Path(sys.executable).with_name("dagster")),
-        "job",
-        "backfill",
-        "-w",
-        str(PROJECT_ROOT / "workspace.yaml"),
-        "-j",
-        EVALUATION_JOB_NAME,
-        "--partitions",
-        ",".join(keys),
-        "--noprompt",
-    ]
-    completed = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT)
-    launched = re.search(r"Launched backfill job `([^`]+)`", completed.stdout)
-    if completed.returncode != 0 or launched is None:
-        print(completed.stdout + completed.stderr, file=sys.stderr)
-        print("the backfill could not be launched", file=sys.stderr)
+    request = uuid.uuid4().hex
+    failure = _dagster_job_backfill(keys, {BACKFILL_REQUEST_TAG: request})
+    records = instance.get_run_records(RunsFilter(tags={BACKFILL_REQUEST_TAG: request}))
+    backfills = {record.dagster_run.tags.get("dagster/backfill") for record in records}
+    if failure is not None or len(records) != len(keys) or len(backfills) != 1:
+        reason = failure or f"{len(records)} of {len(keys)} run(s) queued"
+        print(terminal_text(f"the backfill could not be launched: {reason}"), file=sys.stderr)
         return 1
-    queued = instance.get_runs(filters=RunsFilter(tags={"dagster/backfill": launched.group(1)}))
+    (backfill_id,) = backfills
     print(
-        f"backfill {launched.group(1)}: {len(queued)} run(s) queued, one per partition "
+        f"backfill {backfill_id}: {len(records)} run(s) queued, one per partition "
         "(the range's partitions that are not up to date).\n"
         "The Dagster daemon executes them, max_concurrent_runs at a time: it runs with `make ui` "
         "(or `dagster-daemon run -w workspace.yaml`).\n"
-        f"Watch it at http://127.0.0.1:3000/runs/b/{launched.group(1)} or with "
+        f"Watch it at http://127.0.0.1:3000/runs/b/{backfill_id} or with "
         f"`dagster run list`; `rag-eval scorecard --date D` once its runs succeed."
     )
     return 0
+
+
+def _dagster_job_backfill(keys: Sequence[str], tags: Mapping[str, str]) -> str | None:
+    """Run `dagster job backfill` of the evaluation job on `keys` with `tags` on its runs;
+    `None` when it succeeded, else its error: its last `Error:` line (a usage error) or else its
+    last line (a traceback's exception), Dagster's log records (its code server's) left out."""
+    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
+
+    command = [
+        str(Path(sys.executable).with_name("dagster")),
+        *("job", "backfill", "-w", str(PROJECT_ROOT / "workspace.yaml")),
+        *("-j", EVALUATION_JOB_NAME, "--partitions", ",".join(keys)),
+        *("--tags", json.dumps(dict(tags)), "--noprompt"),
+    ]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT_ROOT)
+    if completed.returncode == 0:
+        return None
+    lines = [
+        line.strip()
+        for line in (completed.stdout + completed.stderr).splitlines()
+        if line.strip() and not DAGSTER_LOG_RECORD.search(line)
+    ]
+    errors = [line.removeprefix("Error: ") for line in lines if line.startswith("Error: ")]
+    return (errors or lines or [f"`dagster job backfill` exited with {completed.returncode}"])[-1]
 
 
 def cmd_scorecard(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from dagster import (
 )
 
 from rag_eval_pipeline import defs as tiers
+from rag_eval_pipeline.datasets.http_config import HTTP_CONFIG_ENV, HTTP_URL_ENV
 from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
 from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
@@ -44,7 +45,6 @@ from rag_eval_pipeline.settings import (
     JUDGE_MODEL_ENV,
     OFFLINE_MODEL,
 )
-from rag_eval_pipeline.systems.http_config import HTTP_CONFIG_ENV, HTTP_URL_ENV
 
 ALERT_WEBHOOK_ENV = "RAG_EVAL_ALERT_WEBHOOK"
 

@@ -4,6 +4,7 @@ the real runs several modules read: the `flips` version on two dates (`two_dates
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,9 +31,6 @@ from dagster import (
     instance_for_test,
     materialize,
 )
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.execution.backfill import PartitionBackfill
-from dagster._core.utils import make_new_backfill_id
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
 from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
@@ -134,29 +132,47 @@ def report_config(tmp_path: Path) -> dict:
     }
 
 
+LAUNCH_BACKFILL = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on Error { message }
+  }
+}
+"""
+
+
 def request_asset_backfill(
-    instance: DagsterInstance,
-    asset_graph: BaseAssetGraph,
-    partition_keys: Sequence[str],
-    asset_names: Sequence[str],
-) -> PartitionBackfill:
-    """Add to `instance` a backfill of the assets called `asset_names` on `partition_keys`, as
-    the UI requests one; the backfill daemon then submits its runs."""
-    backfill = PartitionBackfill.from_asset_partitions(
-        backfill_id=make_new_backfill_id(),
-        asset_graph=asset_graph,
-        partition_names=partition_keys,
-        asset_selection=[AssetKey(name) for name in asset_names],
-        backfill_timestamp=time.time(),
-        tags={},
-        dynamic_partitions_store=instance,
-        all_partitions=False,
-        title="test backfill",
-        description=None,
-        run_config=None,
+    partition_keys: Sequence[str], asset_names: Sequence[str], tmp_path: Path
+) -> str:
+    """Ask Dagster, as the UI does, for a backfill of the assets called `asset_names` on
+    `partition_keys`, on the instance in `$DAGSTER_HOME`, and return its id; the backfill daemon
+    then submits its runs. Dagster has no public Python call that adds a backfill: this sends its
+    public GraphQL mutation `launchPartitionBackfill` with its `dagster-graphql` command, against
+    the project's workspace, its JSON reply written to a file in `tmp_path`."""
+    reply = tmp_path / "launch-backfill.json"
+    params = {
+        "assetSelection": [{"path": [name]} for name in asset_names],
+        "partitionNames": list(partition_keys),
+        "title": "test backfill",
+    }
+    completed = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("dagster-graphql")),
+            *("-w", "workspace.yaml", "-t", LAUNCH_BACKFILL),
+            *("-v", json.dumps({"params": params}), "-o", str(reply)),
+        ],
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CLI_TIMEOUT_S,
     )
-    instance.add_backfill(backfill)
-    return backfill
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    launched = json.loads(reply.read_text())["data"]["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
 
 
 CLI_TIMEOUT_S = 300

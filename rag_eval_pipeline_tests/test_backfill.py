@@ -1,9 +1,10 @@
 """A backfill over 2 dataset versions × 2 dates, run by Dagster's own backfill daemon logic.
 
-The backfill is created through Dagster's API on a temporary instance; the backfill daemon's
-iteration queues one run per partition and the run-queue daemon's iteration launches them one at
-a time in subprocesses (as `dagster dev` would with `max_concurrent_runs: 1`). The embedding
-cache is content-addressed, so the demo corpus is embedded by the first run only.
+The backfill is requested through Dagster's public GraphQL API (as the UI requests one) on a
+temporary instance; the backfill daemon's iteration queues one run per partition and the
+run-queue daemon's iteration launches them one at a time in subprocesses (as `dagster dev`
+would with `max_concurrent_runs: 1`). The embedding cache is content-addressed, so the demo
+corpus is embedded by the first run only.
 """
 
 import logging
@@ -14,6 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from dagster import AssetKey, DagsterInstance, DagsterRunStatus, instance_for_test
+
+# Dagster has no public API that runs one iteration of its daemons in this process: their
+# iterations, the workspace they take and the backfill's status are Dagster's internals.
 from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
 from dagster._core.test_utils import create_test_daemon_workspace_context
 from dagster._core.workspace.load_target import ModuleTarget
@@ -57,7 +61,9 @@ def isolated_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return data
 
 
-def run_backfill(instance: DagsterInstance, partition_keys: list[str]) -> PartitionBackfill:
+def run_backfill(
+    instance: DagsterInstance, partition_keys: list[str], tmp_path: Path
+) -> PartitionBackfill:
     target = ModuleTarget(
         module_name="rag_eval_pipeline.definitions",
         attribute=None,
@@ -65,25 +71,24 @@ def run_backfill(instance: DagsterInstance, partition_keys: list[str]) -> Partit
         location_name="rag_eval_pipeline",
     )
     with create_test_daemon_workspace_context(target, instance) as workspace:
-        asset_graph = workspace.create_request_context().asset_graph
-        backfill = request_asset_backfill(instance, asset_graph, partition_keys, SELECTION)
+        backfill_id = request_asset_backfill(partition_keys, SELECTION, tmp_path)
         run_queue = QueuedRunCoordinatorDaemon(interval_seconds=1)
         deadline = time.time() + TIMEOUT_S
         while time.time() < deadline:
             list(execute_backfill_iteration(workspace, logging.getLogger("backfill")))
             list(run_queue.run_iteration(workspace))
-            current = instance.get_backfill(backfill.backfill_id)
+            current = instance.get_backfill(backfill_id)
             if current.status != BulkActionStatus.REQUESTED:
                 return current
             time.sleep(1)
     raise AssertionError(f"backfill did not finish within {TIMEOUT_S} s")
 
 
-def test_backfill_over_versions_and_dates(isolated_data: Path) -> None:
+def test_backfill_over_versions_and_dates(isolated_data: Path, tmp_path: Path) -> None:
     keys = [str(evaluation_partition_key(v, d)) for v in VERSIONS for d in DATES]
     with instance_for_test(overrides=ONE_RUN_AT_A_TIME) as instance:
         instance.add_dynamic_partitions(DATASET_VERSION, VERSIONS)
-        backfill = run_backfill(instance, keys)
+        backfill = run_backfill(instance, keys, tmp_path)
         runs = instance.get_runs()
         assert backfill.status == BulkActionStatus.COMPLETED_SUCCESS, [
             (r.run_id, r.status) for r in runs

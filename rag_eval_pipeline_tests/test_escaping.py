@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_eval_pipeline.reporting.escaping import html_text, markdown_cell, slack_text, terminal_text
+from rag_eval_pipeline.text.escaping import html_text, markdown_cell, slack_text, terminal_text
 
 
 def test_slack_text_neutralizes_mentions_and_links() -> None:

@@ -25,7 +25,7 @@ import yaml
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.datasets import readers
-from rag_eval_pipeline.datasets.errors import DatasetError, shown_value
+from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.defs.metadata import markdown_table
@@ -36,6 +36,7 @@ from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline.storage.yaml_files import YamlFileError, load_yaml_file
+from rag_eval_pipeline.text.shown import shown_value
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver

@@ -37,6 +37,7 @@ from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.embedding.sentences import MAX_SENTENCES
 from rag_eval_pipeline.evaluation.regression import detect_regressions
+from rag_eval_pipeline.evaluation.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.judges.offline import OfflineJudge
@@ -44,7 +45,6 @@ from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.llm.prompts import MAX_PROMPT_CHARS
 from rag_eval_pipeline.metrics.text import _lcs_length, bleu_scores, rouge_l_truncated, rouge_scores
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
-from rag_eval_pipeline.storage.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline.systems.generators import LLMGenerator
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process

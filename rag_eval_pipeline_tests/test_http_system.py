@@ -27,6 +27,13 @@ import yaml
 from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.http_config import (
+    NUMBER_KEYS,
+    HttpSystemConfig,
+    http_config_problems,
+    resolve_headers,
+    resolve_http_config,
+)
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.definitions import default_resources
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
@@ -41,13 +48,6 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.llm.breaker import BreakerState
 from rag_eval_pipeline.llm.client import LLMConfig
 from rag_eval_pipeline.llm.failures import FailureClass, classify, retry_after_s
-from rag_eval_pipeline.systems.http_config import (
-    NUMBER_KEYS,
-    HttpSystemConfig,
-    http_config_problems,
-    resolve_headers,
-    resolve_http_config,
-)
 from rag_eval_pipeline.systems.http_rag import HttpRag, InvalidReply, request_values
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS
 from rag_eval_pipeline_tests.conftest import evaluation_resources

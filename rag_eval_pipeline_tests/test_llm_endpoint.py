@@ -17,8 +17,8 @@ from dagster import DagsterInstance
 
 from rag_eval_pipeline.defs.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.run_fingerprint import llm_endpoints
 from rag_eval_pipeline.llm.endpoint import endpoint_digest, endpoint_identity
-from rag_eval_pipeline.storage.run_fingerprint import llm_endpoints
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 

@@ -329,8 +329,7 @@ def test_llm_generator_answers_from_context_and_reports_failures() -> None:
 def test_prompts_are_versioned_json_only_and_fill_every_placeholder() -> None:
     assert PROMPT_VERSION
     for name, template in PROMPTS.items():
-        if name != "generator":
-            assert "single JSON object" in template.system, name
+        assert "single JSON object" in template.system, name
     messages = faithfulness_prompt("What costs $5?", ["Price: $price"], "It costs $5 [1].")
     assert messages[1]["content"].count("$") == 3  # user text is never substituted
     precision = context_precision_prompt("q", ["a", "b"], "t")

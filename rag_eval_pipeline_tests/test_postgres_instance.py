@@ -36,12 +36,13 @@ from dagster import (
     RunRecord,
     RunsFilter,
 )
+
+# No public call resolves a storage's config (env vars, defaults) the way the instance does.
 from dagster._config import process_config
 from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.utils import pg_url_from_config
 from sqlalchemy.engine import make_url
 
-from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.defs.partitions import evaluation_partition_key
 from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline_tests.conftest import (
@@ -280,17 +281,12 @@ def test_the_daemon_fails_a_killed_run_and_runs_a_backfill_four_at_a_time(
     home = deployment.home("home", max_concurrent_runs=MAX_CONCURRENT_RUNS)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     orphan = run_killed_mid_step(data_dir, home)
-    with DagsterInstance.get() as instance:
-        keys = [str(evaluation_partition_key(VERSION, day)) for day in BACKFILL_DATES]
-        backfill = request_asset_backfill(
-            instance, defs.resolve_asset_graph(), keys, ["golden_dataset"]
-        )
+    keys = [str(evaluation_partition_key(VERSION, day)) for day in BACKFILL_DATES]
+    backfill_id = request_asset_backfill(keys, ["golden_dataset"], data_dir)
 
     def backfill_runs_ended() -> list[RunRecord]:
         with DagsterInstance.get() as instance:
-            records = instance.get_run_records(
-                RunsFilter(tags={"dagster/backfill": backfill.backfill_id})
-            )
+            records = instance.get_run_records(RunsFilter(tags={"dagster/backfill": backfill_id}))
         ended = [record for record in records if record.end_time is not None]
         orphan_ended = run_status(orphan.run_id) != DagsterRunStatus.STARTED
         return ended if len(ended) == len(BACKFILL_DATES) and orphan_ended else []

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 from upath import UPath
 
+from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present, partition_fingerprint
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.readback import output_problem
-from rag_eval_pipeline.storage.run_fingerprint import outputs_present, partition_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 
@@ -78,7 +78,7 @@ def test_a_pinned_baseline_version_and_the_composite_weights_are_covered(
     weights = tmp_path / "elsewhere" / "composite.yaml"
     weights.parent.mkdir()
     weights.write_text("weights: {faithfulness: 1.0}\n")
-    monkeypatch.setattr("rag_eval_pipeline.storage.run_fingerprint.COMPOSITE_FILE", weights)
+    monkeypatch.setattr("rag_eval_pipeline.evaluation.run_fingerprint.COMPOSITE_FILE", weights)
     with_weights = fingerprint(version_dir, store, **pinned)
     weights.write_text("weights: {faithfulness: 0.5, answer_relevance: 0.5}\n")
     assert fingerprint(version_dir, store, **pinned) != with_weights

@@ -35,7 +35,7 @@ from dagster import (
 )
 from filelock import FileLock
 
-from rag_eval_pipeline.cli import build_parser, main
+from rag_eval_pipeline.cli import _launch_backfill, build_parser, main
 from rag_eval_pipeline.definitions import defs
 from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 from rag_eval_pipeline.defs.run_ownership import (
@@ -130,6 +130,20 @@ def test_conflicting_dates_are_an_error_not_a_silent_choice(
 def test_a_date_range_parses_to_a_backfill() -> None:
     args = build_parser().parse_args(["run", "--from", "2026-11-20", "--to", "2026-11-22"])
     assert (args.from_date, args.to_date) == ("2026-11-20", "2026-11-22")
+
+
+def test_a_backfill_that_dagster_refuses_fails_in_one_line(
+    dagster_instance: DagsterInstance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dagster job backfill` refuses a partition the instance does not know: the command
+    says so in one line (not Dagster's logs or traceback), returns 1 and queues nothing."""
+    args = build_parser().parse_args(["run", "--from", "2026-11-20", "--to", "2026-11-21"])
+    assert _launch_backfill(dagster_instance, ["unregistered"], args) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "the backfill could not be launched: Unknown partitions: "
+        "unregistered|2026-11-20, unregistered|2026-11-21"
+    ]
+    assert dagster_instance.get_run_records() == []
 
 
 def test_a_run_is_one_process_with_step_retries_available() -> None:

@@ -4,26 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_SHOWN_CHARS = 120
+from rag_eval_pipeline.text.shown import capped
+
 MAX_MESSAGE_CHARS = 2_000
 MAX_FILE_ISSUES = 100  # problems collected in one file before its reading stops
-
-
-def capped(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, then its length: `abc… (312,000,000 characters)`."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text):,} characters)"
-
-
-def shown_value(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
-    """A value quoted for a message: `repr` of its first `limit` characters (control, bidi and
-    zero-width characters escaped), then its length when it was longer. The one rule for every
-    value a message echoes."""
-    text = str(value)
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 @dataclass(frozen=True)

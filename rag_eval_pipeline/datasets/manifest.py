@@ -33,9 +33,9 @@ import pandas as pd
 import yaml
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
+from rag_eval_pipeline.datasets.http_config import http_config_problems
 from rag_eval_pipeline.datasets.versions import escapes_folder
 from rag_eval_pipeline.storage.yaml_files import load_yaml_text
-from rag_eval_pipeline.systems.http_config import http_config_problems
 
 MANIFEST_FILE = "dataset.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024

@@ -23,12 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import csv as pa_csv
 
-from rag_eval_pipeline.datasets.errors import (
-    MAX_FILE_ISSUES,
-    DatasetError,
-    ValidationIssue,
-    shown_value,
-)
+from rag_eval_pipeline.datasets.errors import MAX_FILE_ISSUES, DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.lines import (
     MAX_RECORD_BYTES_ENV,
     NOT_UTF8,
@@ -38,6 +33,7 @@ from rag_eval_pipeline.datasets.lines import (
     too_long,
 )
 from rag_eval_pipeline.datasets.validation import SOURCE_NAMES
+from rag_eval_pipeline.text.shown import shown_value
 
 JSONL_BATCH_ROWS = 1 << 16
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")

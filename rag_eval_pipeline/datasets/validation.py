@@ -21,11 +21,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rag_eval_pipeline.datasets.errors import ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import ValidationIssue
 from rag_eval_pipeline.datasets.timestamps import PROBLEM as TIMESTAMP_PROBLEM
 from rag_eval_pipeline.datasets.timestamps import parse_timestamps
 from rag_eval_pipeline.metrics.text import nested_quantifier
 from rag_eval_pipeline.metrics.traffic import satisfaction_scores
+from rag_eval_pipeline.text.shown import shown_value
 
 MAX_ROWS_PER_ISSUE = 5
 SOURCE_NAMES = "source_names"  # frame.attrs key: our column name → the file's

@@ -6,7 +6,7 @@ from collections.abc import Collection, Mapping
 import pandas as pd
 from dagster import MetadataValue
 
-from rag_eval_pipeline.reporting.escaping import markdown_cell
+from rag_eval_pipeline.text.escaping import markdown_cell
 
 
 def _format(value: object) -> str:

@@ -13,6 +13,7 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
+from rag_eval_pipeline.datasets.http_config import HttpSystemConfig, resolve_http_config
 from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.validity import (
@@ -45,7 +46,6 @@ from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
 from rag_eval_pipeline.systems.generators import Generator, LLMGenerator, OfflineGenerator
-from rag_eval_pipeline.systems.http_config import HttpSystemConfig, resolve_http_config
 
 
 class DatasetsResource(ConfigurableResource):
@@ -127,7 +127,7 @@ class RagSystemResource(ConfigurableResource):
 
     `kind`: `reference` (built-in dense retriever + the generator LLM), `callable` (`target` =
     `package.module:function`, called with each question), `logged` (the dataset's
-    `answers` table) or `http` (a service, see `systems.http_config`; `url` and `http_config`
+    `answers` table) or `http` (a service, see `datasets.http_config`; `url` and `http_config`
     come from `RAG_EVAL_SYSTEM_URL` and `RAG_EVAL_SYSTEM_HTTP`). `top_k` documents go to the
     generator; `retrieval_depth` documents per query are kept for the IR metrics; `skip_top`
     drops the best documents (fault injection: the demo's "degraded system" switch,

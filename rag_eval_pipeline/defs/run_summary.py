@@ -41,8 +41,8 @@ from rag_eval_pipeline.evaluation.headline import (
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV
 from rag_eval_pipeline.reporting.alerting import alert_lines, ordered_alerts
 from rag_eval_pipeline.reporting.commands import rag_eval_command
-from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+from rag_eval_pipeline.text.escaping import terminal_text
 
 # Alerted metrics printed per partition before the rest is counted.
 MAX_PRINTED = 10

@@ -2,7 +2,7 @@
 
 A partition is up to date for a set of assets when, for every one of them, the *latest*
 materialization of that partition carries the current fingerprint of the partition's inputs
-(`storage.run_fingerprint`; the IO manager records the run's fingerprint on each output's
+(`evaluation.run_fingerprint`; the IO manager records the run's fingerprint on each output's
 metadata) and the stored output reads back: its Parquet footer is valid and holds the row count
 the materialization recorded (`storage.readback`). An older materialization from the same
 inputs does not count: after a revert, what is stored is the later run's. Extra files written
@@ -21,10 +21,10 @@ from pathlib import Path
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance
 from upath import UPath
 
+from rag_eval_pipeline.evaluation.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline.settings import REPORTS_URL, WAREHOUSE_URL
 from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.readback import output_problem
-from rag_eval_pipeline.storage.run_fingerprint import partition_fingerprint
 from rag_eval_pipeline.storage.warehouse import REPORT_ASSET, WarehouseStore
 
 FINGERPRINT_KEY = "rag_eval/fingerprint"
@@ -105,7 +105,7 @@ def evaluation_freshness(
 ) -> Freshness:
     """`partition_freshness` of `version` on `day` for `assets` in the deployment's warehouse,
     under the fingerprint in `tags`, with the HTML report among the files when it is selected."""
-    from rag_eval_pipeline.defs.report.assets import report_path
+    from rag_eval_pipeline.reporting.paths import report_path
 
     reports = [report_path(REPORTS_URL, version, day)] if REPORT_ASSET in assets else []
     return partition_freshness(

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import AfterValidator, BeforeValidator, WithJsonSchema
 
-from rag_eval_pipeline.storage.config_files import ConfigModel, validated
+from rag_eval_pipeline.storage.config_files import Bands, ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 SCORECARD_COLUMNS = [
@@ -101,16 +101,6 @@ def _positive(value: float) -> float:
 
 
 Role = Annotated[str, BeforeValidator(_role), WithJsonSchema({"enum": list(ROLES)})]
-
-
-class Bands(ConfigModel):
-    """A metric's bands and regression tolerance (also a criterion's `bands`)."""
-
-    excellent: float | None = None
-    good: float | None = None
-    higher_is_better: bool | None = None
-    regression: float | None = None
-    min_change: float | None = None
 
 
 class MetricRule(Bands):

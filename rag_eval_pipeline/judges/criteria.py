@@ -33,7 +33,6 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from rag_eval_pipeline.evaluation.scorecard import Bands
 from rag_eval_pipeline.judges.metrics import BUILT_IN
 from rag_eval_pipeline.judges.parsing import parse_json_object, parse_score
 from rag_eval_pipeline.judges.prompts import JSON_ONLY
@@ -48,7 +47,7 @@ from rag_eval_pipeline.judges.replies import field as reply_field
 from rag_eval_pipeline.judges.spec import JudgedMetric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.settings import PROJECT_ROOT
-from rag_eval_pipeline.storage.config_files import ConfigError, ConfigModel, validated
+from rag_eval_pipeline.storage.config_files import Bands, ConfigError, ConfigModel, validated
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 CRITERIA_ENV = "RAG_EVAL_CRITERIA"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from string import Template
 
-from rag_eval_pipeline.reporting.escaping import xml_text
+from rag_eval_pipeline.text.escaping import xml_text
 
 MAX_PROMPT_CHARS = 100_000
 """The longest prompt sent to an LLM (about 25,000 tokens); longer ones become error rows."""

@@ -29,7 +29,7 @@ from rag_eval_pipeline.evaluation.regression import (
     TOO_FEW_ITEMS,
     UNPAIRED_TESTS,
 )
-from rag_eval_pipeline.reporting.escaping import slack_text, visible_text
+from rag_eval_pipeline.text.escaping import slack_text, visible_text
 
 
 @dataclass(frozen=True)

@@ -54,13 +54,13 @@ from rag_eval_pipeline.reporting.changes import (
     skipped_tiers,
     week_summary,
 )
-from rag_eval_pipeline.reporting.escaping import html_text, visible_text
 from rag_eval_pipeline.storage.warehouse import (
     REGRESSIONS_ASSET,
     SCORECARD_ASSET,
     Baseline,
     WarehouseStore,
 )
+from rag_eval_pipeline.text.escaping import html_text, visible_text
 
 DATASET_TIER = "dataset"
 # Pipeline order: the system's tiers, then the judge's (reliability and agreement come last).

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 WIDTH = 100
 SYSTEM_WIDTH = 22

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rag_eval_pipeline.datasets.errors import MAX_SHOWN_CHARS, shown_value
+from rag_eval_pipeline.text.shown import MAX_SHOWN_CHARS, shown_value
 
 Model = TypeVar("Model", bound="ConfigModel")
 
@@ -33,6 +33,17 @@ class ConfigModel(BaseModel):
     between strings and numbers."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Bands(ConfigModel):
+    """A metric's bands and regression tolerance: a rule of `config/thresholds.yaml` and a
+    criterion's `bands` in `config/criteria.yaml` share them."""
+
+    excellent: float | None = None
+    good: float | None = None
+    higher_is_better: bool | None = None
+    regression: float | None = None
+    min_change: float | None = None
 
 
 class ConfigError(ValueError):

@@ -1,6 +1,6 @@
 """The system under test behind HTTP: one request per question, its JSON reply → one output row.
 
-`HttpRag.answer` sends every question as configured (`systems.http_config`), at most
+`HttpRag.answer` sends every question as configured (`datasets.http_config`), at most
 `max_concurrency` requests in flight; the questions of one session go one after another in
 `turn` order (a stateful service sees its conversation in order), sessions in parallel.
 
@@ -48,18 +48,18 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
-from rag_eval_pipeline.llm.client import MAX_ERROR_CHARS, PROBE_POLL_S
-from rag_eval_pipeline.llm.failures import Decision, FailureClass, NotCalled, retry_sync
-from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
-from rag_eval_pipeline.reporting.escaping import terminal_text
-from rag_eval_pipeline.systems.http_config import (
+from rag_eval_pipeline.datasets.http_config import (
     HttpSystemConfig,
     referenced_variables,
     render_template,
     resolve_headers,
 )
-from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, corpus_texts
+from rag_eval_pipeline.llm.breaker import CircuitBreaker, shared_breaker
+from rag_eval_pipeline.llm.client import MAX_ERROR_CHARS, PROBE_POLL_S
+from rag_eval_pipeline.llm.failures import Decision, FailureClass, NotCalled, retry_sync
+from rag_eval_pipeline.llm.secrets import REDACTED, redact, secret_values
+from rag_eval_pipeline.systems.answers import RAG_OUTPUT_COLUMNS, corpus_texts
+from rag_eval_pipeline.text.escaping import terminal_text
 
 logger = logging.getLogger(__name__)
 

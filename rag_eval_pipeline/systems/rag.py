@@ -15,25 +15,13 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from rag_eval_pipeline.datasets.http_config import HttpSystemConfig
 from rag_eval_pipeline.embedding.embedder import Embedder, loading_seconds
 from rag_eval_pipeline.systems import REFERENCE_RAG
+from rag_eval_pipeline.systems.answers import RAG_OUTPUT_COLUMNS, corpus_texts
 from rag_eval_pipeline.systems.generators import Generator
-from rag_eval_pipeline.systems.http_config import HttpSystemConfig
+from rag_eval_pipeline.systems.http_rag import HttpRag
 from rag_eval_pipeline.systems.retrievers import dense_scores, document_texts, top_k_run
-
-RAG_OUTPUT_COLUMNS = [
-    "system",
-    "query_id",
-    "question",
-    "answer",
-    "retrieved_doc_ids",
-    "contexts",
-    "retrieval_latency_ms",
-    "generation_latency_ms",
-    "total_latency_ms",
-    "generator_model",
-    "error",
-]
 
 
 class RagSystem(Protocol):
@@ -115,11 +103,6 @@ class ReferenceRag:
                 "error": generations["error"].to_numpy(),
             }
         )[RAG_OUTPUT_COLUMNS]
-
-
-def corpus_texts(corpus: pd.DataFrame | None) -> dict[str, str]:
-    """Document id → text, for systems that return ids without their texts."""
-    return {} if corpus is None else dict(zip(corpus["doc_id"], corpus["text"], strict=True))
 
 
 def load_callable(target: str) -> Callable[[str], Mapping[str, Any]]:
@@ -247,7 +230,5 @@ def build_rag_system(
     if kind == "http":
         if http is None:
             raise ValueError("rag_system kind 'http' needs its http configuration")
-        from rag_eval_pipeline.systems.http_rag import HttpRag  # imports this module
-
         return HttpRag(http, corpus)
     raise ValueError(f"unknown rag_system kind {kind!r}: use reference, callable, logged or http")

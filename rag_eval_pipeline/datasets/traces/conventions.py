@@ -21,14 +21,10 @@ from openinference.semconv.trace import (
     SpanAttributes,
 )
 
-from rag_eval_pipeline.datasets.errors import (
-    MAX_FILE_ISSUES,
-    DatasetError,
-    ValidationIssue,
-    shown_value,
-)
+from rag_eval_pipeline.datasets.errors import MAX_FILE_ISSUES, DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.lines import Line, handle_lines, max_record_bytes, too_long
 from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
+from rag_eval_pipeline.text.shown import shown_value
 
 T = TypeVar("T")
 INPUT_VALUE = SpanAttributes.INPUT_VALUE

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue, shown_value
+from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.traces.conventions import (
     FEEDBACK,
     GEN_AI_INPUT_TOKENS,
@@ -52,6 +52,7 @@ from rag_eval_pipeline.datasets.traces.detect import Reader, trace_reader
 from rag_eval_pipeline.datasets.traces.phoenix import Feedback
 from rag_eval_pipeline.datasets.versions import escapes_folder, find_table_file
 from rag_eval_pipeline.metrics.traffic import token_costs
+from rag_eval_pipeline.text.shown import shown_value
 
 TRACES_FOLDER = "traces"
 INTERACTION_COLUMNS = [

@@ -25,7 +25,7 @@ from rag_eval_pipeline.defs.up_to_date import (
     evaluation_freshness,
     fingerprint_tags,
 )
-from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")
 SCHEDULE_TIMEZONE = os.environ.get("RAG_EVAL_SCHEDULE_TIMEZONE", "UTC")

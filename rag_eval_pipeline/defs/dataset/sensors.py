@@ -19,7 +19,7 @@ from rag_eval_pipeline.defs.partitions import (
     evaluation_partition_key,
 )
 from rag_eval_pipeline.defs.resources import DatasetsResource
-from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 
 def today() -> str:

@@ -7,11 +7,9 @@ metadata links to the file.
 """
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
-from upath import UPath
 
 from rag_eval_pipeline.defs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
@@ -19,7 +17,6 @@ from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.headline import REGRESSION
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
-from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.reporting.html_report import (
     DATASET_TIER,
     SYSTEM_TIERS,
@@ -27,8 +24,10 @@ from rag_eval_pipeline.reporting.html_report import (
     day_headline,
     render_report,
 )
+from rag_eval_pipeline.reporting.paths import report_path
 from rag_eval_pipeline.settings import REPORTS_URL
-from rag_eval_pipeline.storage.objects import storage_path, write_text_atomically
+from rag_eval_pipeline.storage.objects import write_text_atomically
+from rag_eval_pipeline.text.escaping import markdown_cell
 
 
 class ReportConfig(Config):
@@ -36,11 +35,6 @@ class ReportConfig(Config):
     any fsspec URL."""
 
     reports_dir: str = REPORTS_URL
-
-
-def report_path(reports_dir: str | Path, version: str, date: str) -> UPath:
-    """`<reports_dir>/<version>/<date>.html` (the version name is validated: no path escape)."""
-    return storage_path(reports_dir) / version / f"{date}.html"
 
 
 @asset(

@@ -48,10 +48,10 @@ from rag_eval_pipeline.evaluation.regression import (
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
 from rag_eval_pipeline.reporting.changes import where_to_look
-from rag_eval_pipeline.reporting.escaping import markdown_cell
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.storage.parquet import StoredTables
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+from rag_eval_pipeline.text.escaping import markdown_cell
 
 SHOWN = [
     *CHANGE_COLUMNS,

@@ -23,8 +23,8 @@ from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.alerts import new_alerts, undelivered_partitions
 from rag_eval_pipeline.evaluation.headline import headline
 from rag_eval_pipeline.reporting.alerting import AlertContext, alert_lines
-from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, REPORT_ASSET
+from rag_eval_pipeline.text.escaping import terminal_text
 
 
 def _alert_partition(

@@ -15,7 +15,7 @@ from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
 from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
-from rag_eval_pipeline.reporting.escaping import terminal_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 
 @asset(

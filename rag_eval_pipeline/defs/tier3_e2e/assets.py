@@ -27,10 +27,10 @@ from rag_eval_pipeline.llm.secrets import redact
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.stats import percentiles
 from rag_eval_pipeline.metrics.traffic import LATENCY_PERCENTILES, latency_metric
-from rag_eval_pipeline.reporting.escaping import terminal_text
 from rag_eval_pipeline.systems.http_rag import HttpRag
 from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS, build_rag_system
 from rag_eval_pipeline.systems.staged_change import lost_answers_corpus
+from rag_eval_pipeline.text.escaping import terminal_text
 
 TIER = "tier3_e2e"
 

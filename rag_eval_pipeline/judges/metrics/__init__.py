@@ -25,7 +25,6 @@ from rag_eval_pipeline.judges.metrics import (
 )
 from rag_eval_pipeline.judges.spec import JudgedMetric
 from rag_eval_pipeline.llm.prompts import PromptTemplate
-from rag_eval_pipeline.systems.generators import GENERATOR
 
 BUILT_IN: tuple[JudgedMetric, ...] = (
     faithfulness.METRIC,
@@ -76,7 +75,7 @@ PROMPTS: dict[str, PromptTemplate] = {
         context_precision.CONTEXT_PRECISION,
         context_recall.CONTEXT_RECALL,
         answer_correctness.ANSWER_CORRECTNESS,
-        GENERATOR,
     )
 }
-"""Every prompt the LLM judge and the LLM generator send (versioned by `PROMPT_VERSION`)."""
+"""Every prompt the LLM judge sends (versioned by `PROMPT_VERSION`, as is the generator's,
+`systems.generators.GENERATOR`)."""

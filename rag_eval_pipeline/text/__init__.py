@@ -1,0 +1,1 @@
+"""Text utilities every layer may use."""
