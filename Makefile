@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install browser demo test lint ui ui-screenshot bench clean
+.PHONY: install browser demo test test-fast lint ui ui-screenshot bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,10 +45,17 @@ browser:
 		sudo sh -c '$(APT_INSTALL_CHROMIUM)' || echo "browser tests will be skipped: apt-get install chromium failed"; \
 	else echo "browser tests will be skipped: no $(CHROMIUM) (enable them: sudo apt-get install -y chromium)"; fi
 
+# Test files run side by side in PYTEST_WORKERS processes (pytest-xdist, one file per worker at a
+# time): most of the suite waits on servers, daemons and subprocesses, not on the 2 cores.
+PYTEST_WORKERS ?= 3
 test: $(STAMP) browser
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts
 	$(BIN)/lint-imports
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
+# The unit tests only (marker `unit`: no server, no Dagster instance, no model).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m unit -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check rag_eval_pipeline rag_eval_pipeline_tests benchmarks scripts

@@ -309,3 +309,14 @@ def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
     finally:
         stop_process_group(process)
         instance.dispose()
+
+
+KINDS = ("unit", "integration", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a test that does not say its kind (`pytestmark` of its file): `make test-fast`
+    selects the unit tests by it."""
+    unmarked = [item.nodeid for item in items if not any(item.get_closest_marker(k) for k in KINDS)]
+    if unmarked:
+        raise pytest.UsageError(f"tests without a kind marker {KINDS}: {unmarked[:5]}")

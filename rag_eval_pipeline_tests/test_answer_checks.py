@@ -13,6 +13,8 @@ from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import answer_checks, ideal_contexts, reference_scores
 
+pytestmark = [pytest.mark.integration]
+
 
 def dataset() -> GoldenDataset:
     queries = pd.DataFrame(

@@ -34,6 +34,8 @@ from rag_eval_pipeline_tests.conftest import (
     request_asset_backfill,
 )
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 VERSIONS = ["demo-v1", "scifact-test"]
 DATES = ["2026-11-19", "2026-11-20"]
 SELECTION = [

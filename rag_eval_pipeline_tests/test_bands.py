@@ -9,6 +9,8 @@ import pytest
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, band
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 
+pytestmark = [pytest.mark.unit]
+
 
 @pytest.mark.parametrize(
     ("metric", "value", "expected"),

@@ -20,6 +20,8 @@ from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.retrievers import RETRIEVERS
 from rag_eval_pipeline_tests.test_regression import card, quality
 
+pytestmark = [pytest.mark.unit]
+
 SHIPPED = Thresholds.load(THRESHOLDS_FILE)
 TIER1 = "tier1_retrieval"
 RULES = """

@@ -10,6 +10,8 @@ from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.settings import PROJECT_ROOT
 from rag_eval_pipeline.systems.retrievers import bm25_scores, document_texts, tokenize
 
+pytestmark = [pytest.mark.unit]
+
 
 def peer_bm25(questions: list[str], documents: list[str], k1: float, b: float) -> np.ndarray:
     """BM25 as the pipeline computed it before it dropped scikit-learn from the hot path."""

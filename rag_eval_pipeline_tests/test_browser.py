@@ -31,9 +31,11 @@ from rag_eval_pipeline_tests.ui_browser import (
 )
 
 CHROMIUM = chromium_path()
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason=f"browser tests need Chromium: {INSTALL_HINT}"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.integration,
+    pytest.mark.skipif(CHROMIUM is None, reason=f"browser tests need Chromium: {INSTALL_HINT}"),
+]
 REPORT_VIEWPORT = {"width": 1280, "height": 900}
 UI_VIEWPORT = {"width": 1600, "height": 1400}
 PAGE_TIMEOUT_S = 60.0

@@ -28,6 +28,8 @@ from rag_eval_pipeline.metrics.agreement import (
 )
 from rag_eval_pipeline.metrics.classification import binary_classification_metrics, parse_yes_no
 
+pytestmark = [pytest.mark.unit]
+
 # ---------------------------------------------------------------- binary classification
 
 

@@ -17,6 +17,8 @@ from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 REPLIES = {
     "A": '{"score": 5, "reason": "flows"}',
     "B": '{"score": 2, "reason": "jumps"}',

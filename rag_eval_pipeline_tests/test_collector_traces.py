@@ -33,6 +33,8 @@ from rag_eval_pipeline_tests.trace_fixtures import (
     write_otlp,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 @pytest.fixture(scope="module")
 def traces() -> list:

@@ -28,6 +28,8 @@ from rag_eval_pipeline.systems.generators import OfflineGenerator
 from rag_eval_pipeline.systems.variants import RagVariant
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 
+pytestmark = [pytest.mark.integration]
+
 N = 40
 MIN_P_VALUE = 1 / 10_001  # (0 + 1) / (n_permutations + 1): no sign flip reaches the observed
 PLAN = {

@@ -19,6 +19,8 @@ from rag_eval_pipeline.evaluation.composite import composite_rows, load_weights
 from rag_eval_pipeline.metrics.composite import composite_score
 from rag_eval_pipeline_tests.conftest import PROJECT_ROOT
 
+pytestmark = [pytest.mark.unit]
+
 SOURCE_WEIGHTS = {"answer_relevance": 0.4, "faithfulness": 0.4, "semantic_similarity": 0.2}
 
 

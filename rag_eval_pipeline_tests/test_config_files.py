@@ -14,6 +14,8 @@ from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.judges.criteria import load_criteria
 from rag_eval_pipeline.settings import PROJECT_ROOT
 
+pytestmark = [pytest.mark.unit]
+
 MISSPELT = [
     (Thresholds.load, "thresholds.yaml", "metrics:\n  mrr: {excelent: 0.9}\n", "excellent"),
     (Thresholds.load, "thresholds.yaml", "alert_budjet: {primary: 0.5}\n", "alert_budget"),

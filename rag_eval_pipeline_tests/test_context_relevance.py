@@ -11,6 +11,8 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import context_relevance_rows
 from rag_eval_pipeline.metrics.embedding import context_relevance
 
+pytestmark = [pytest.mark.integration]
+
 
 def test_context_relevance_by_hand() -> None:
     questions = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])

@@ -9,6 +9,8 @@ from scipy.stats import pearsonr
 
 from rag_eval_pipeline.metrics.correlation import correlation_matrix, correlations_by_system
 
+pytestmark = [pytest.mark.unit]
+
 
 def test_correlation_matrix_equals_scipy_pairwise_complete() -> None:
     rng = np.random.default_rng(3)

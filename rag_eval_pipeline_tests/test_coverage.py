@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from rag_eval_pipeline.evaluation.composite import composite_rows
 from rag_eval_pipeline.evaluation.declined import zero_declined
@@ -25,6 +26,8 @@ from rag_eval_pipeline.reporting.html_report import format_change
 from rag_eval_pipeline_tests.conftest import rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.test_regression import card, quality
 from rag_eval_pipeline_tests.test_verdicts_v2 import SHIPPED
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def day(date: str, values: dict[str, np.ndarray]) -> PartitionScores:

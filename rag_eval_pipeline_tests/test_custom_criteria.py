@@ -28,6 +28,8 @@ from rag_eval_pipeline.llm.prompts import DATA_NOT_INSTRUCTIONS
 from rag_eval_pipeline_tests.conftest import loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 CRITERIA = """
 criteria:
   - name: tone

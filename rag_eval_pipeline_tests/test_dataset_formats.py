@@ -28,6 +28,8 @@ from rag_eval_pipeline.evaluation.retrieval import evaluate_runs, logged_runs, r
 from rag_eval_pipeline.metrics.retrieval import evaluate_run
 from rag_eval_pipeline_tests.conftest import evaluation_resources, rag_eval, report_config
 
+pytestmark = [pytest.mark.integration]
+
 # The layout of trec_eval's test/qrels.rel_level: `qid iter docno rel`, grades -1 to 4.
 TREC_QRELS = """\
 1 0 d1 4

@@ -11,6 +11,8 @@ from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
 from rag_eval_pipeline.datasets.validity import scan_versions
 from rag_eval_pipeline.datasets.versions import validate_version_name, version_dir
 
+pytestmark = [pytest.mark.unit]
+
 CORPUS = [
     {"doc_id": "d1", "title": "Keys", "text": "Rotate API keys every 90 days.", "cluster": "sec"},
     {"doc_id": "d2", "title": "Plans", "text": "The Pro plan costs 20 USD.", "cluster": "bill"},

@@ -42,6 +42,8 @@ from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_client, s3_environme
 from rag_eval_pipeline_tests.test_dataset_formats import broken_version
 from rag_eval_pipeline_tests.test_object_storage import computed_values
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 __all__ = ["s3_bucket", "s3_server"]  # fixtures
 
 DATE = "2026-11-20"

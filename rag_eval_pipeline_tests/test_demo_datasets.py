@@ -16,6 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = [pytest.mark.integration]
+
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT / "data" / "datasets"
 SCRIPT = ROOT / "scripts" / "build_demo_datasets.py"

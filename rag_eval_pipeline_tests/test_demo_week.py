@@ -39,6 +39,8 @@ from rag_eval_pipeline_tests.conftest import (
 )
 from rag_eval_pipeline_tests.flips import write_version
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 LOGS = pd.DataFrame(
     {
         "log_id": ["a", "b", "c"],

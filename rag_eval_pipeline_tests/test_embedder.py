@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+
+pytestmark = [pytest.mark.integration]
 
 
 def test_packaged_model_gives_normalized_384_dim_vectors(embedder: Embedder) -> None:

@@ -11,6 +11,8 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from rag_eval_pipeline.metrics.embedding import cluster_quality, kmeans_labels
 
+pytestmark = [pytest.mark.unit]
+
 
 def _naive_intra_inter(embeddings: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """Mean pairwise cosine within clusters (macro over clusters of ≥2) and centroid distance."""

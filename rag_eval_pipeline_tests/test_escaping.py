@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rag_eval_pipeline.text.escaping import html_text, markdown_cell, slack_text, terminal_text
+
+pytestmark = [pytest.mark.unit]
 
 
 def test_slack_text_neutralizes_mentions_and_links() -> None:

@@ -64,6 +64,8 @@ from rag_eval_pipeline.storage.parquet import write_tables_atomically
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, evaluation_resources
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest, _Server
 
+pytestmark = [pytest.mark.integration]
+
 # ---------------------------------------------------------------------------------------------
 # 1. Judge faults at pipeline level
 # ---------------------------------------------------------------------------------------------

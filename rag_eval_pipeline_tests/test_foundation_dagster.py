@@ -6,6 +6,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from dagster import (
     DagsterInstance,
     SensorResult,
@@ -24,6 +25,8 @@ from rag_eval_pipeline.defs.resources import DatasetsResource
 from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config
+
+pytestmark = [pytest.mark.integration]
 
 
 def test_definitions_load() -> None:

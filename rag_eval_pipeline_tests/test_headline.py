@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from rag_eval_pipeline.evaluation.headline import (
     ALERT,
@@ -19,6 +20,8 @@ from rag_eval_pipeline.evaluation.headline import (
 )
 from rag_eval_pipeline_tests.conftest import rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.flips import write_version
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def rows(**columns: list) -> pd.DataFrame:

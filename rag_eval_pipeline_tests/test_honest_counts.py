@@ -5,11 +5,14 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from dagster import DagsterInstance
 
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests.conftest import loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+
+pytestmark = [pytest.mark.integration]
 
 SHOW = {"golden_dataset", "show_judge_quality"}
 

@@ -43,6 +43,8 @@ from rag_eval_pipeline_tests.test_regression import Receiver
 from rag_eval_pipeline_tests.test_report import D1, D2, D3, EVIL, regressions_of, scorecard
 from rag_eval_pipeline_tests.test_report import report as report_of
 
+pytestmark = [pytest.mark.integration]
+
 
 def alias_bomb(levels: int = 8) -> str:
     """The billion-laughs document: `levels` levels of nine aliases each, used as a value."""

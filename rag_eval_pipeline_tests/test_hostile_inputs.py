@@ -51,6 +51,8 @@ from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_pr
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 PING = "<!channel> sys.trec"
 DISGUISED_LINK = "<http://evil|click>"
 

@@ -53,6 +53,8 @@ from rag_eval_pipeline.systems.rag import RAG_OUTPUT_COLUMNS
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 from rag_eval_pipeline_tests.rag_service import RagService, run_rag_service
 
+pytestmark = [pytest.mark.integration]
+
 SECRET = "tok-5f3a9c1e77d24b08a6e1"
 ENVIRON = {"RAG_EVAL_HTTP_TOKEN": SECRET}
 HOSTILE = 'He said "hi" \\ }{ ],\n\t$question ${turn} $$ \u2028 ünïcødé 🚀 \x00 </script>'

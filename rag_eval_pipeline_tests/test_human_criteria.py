@@ -17,6 +17,8 @@ from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks
 from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.metrics.agreement import bin_scores
 
+pytestmark = [pytest.mark.integration]
+
 
 def labels() -> pd.DataFrame:
     rng = np.random.default_rng(11)

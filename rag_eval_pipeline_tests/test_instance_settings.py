@@ -5,8 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from dagster import DagsterInstance
+
+pytestmark = [pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -38,6 +38,8 @@ from rag_eval_pipeline.storage.parquet import (
 )
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 
+pytestmark = [pytest.mark.integration]
+
 
 def unserializable_frame() -> pd.DataFrame:
     """A frame pyarrow starts writing and then fails on (mixed types in one column)."""

@@ -27,6 +27,8 @@ from rag_eval_pipeline.metrics.ppi import EXPLANATION, PPIEstimate
 from rag_eval_pipeline.reporting.html_report import judge_corrected_html
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, materialize_demo_assets
 
+pytestmark = [pytest.mark.integration]
+
 
 def _labels() -> pd.DataFrame:
     return pd.DataFrame(

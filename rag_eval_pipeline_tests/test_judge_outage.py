@@ -21,6 +21,8 @@ from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
+pytestmark = [pytest.mark.integration]
+
 E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
 
 

@@ -15,6 +15,8 @@ from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 ROWS = pd.DataFrame(
     {
         "system": "s",

@@ -21,6 +21,8 @@ from rag_eval_pipeline_tests.conftest import evaluation_resources, report_config
 from rag_eval_pipeline_tests.test_dataset_formats import RAGAS_ROWS, write_table
 from rag_eval_pipeline_tests.test_one_validity_rule import TIER1
 
+pytestmark = [pytest.mark.integration]
+
 CUTOFFS = (1, 3, 10)
 
 

@@ -25,6 +25,8 @@ from rag_eval_pipeline_tests import word_count_metric
 from rag_eval_pipeline_tests.conftest import loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 E2E_ASSETS = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}
 
 

@@ -19,6 +19,8 @@ from dagster_k8s import K8sRunLauncher
 
 from rag_eval_pipeline_tests.conftest import PROJECT_ROOT
 
+pytestmark = [pytest.mark.integration]
+
 K8S_DIR = PROJECT_ROOT / "deploy" / "k8s"
 PYPROJECT = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 DAGSTER_VERSION = next(

@@ -15,6 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = [pytest.mark.integration]
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = PROJECT_ROOT / "rag_eval_pipeline"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")

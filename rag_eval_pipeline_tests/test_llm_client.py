@@ -26,6 +26,8 @@ from rag_eval_pipeline.llm.client import LLMClient, LLMConfig, LLMReply
 from rag_eval_pipeline.llm.failures import MAX_BACKOFF_S, backoff_delay, retry_after_s
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, count_tokens, run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 API_KEY = "sk-test-SECRET-0123456789"
 MODEL = "openai/test-judge"
 

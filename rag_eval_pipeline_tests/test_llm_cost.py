@@ -49,6 +49,8 @@ from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import echo_last_user_message, run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 PRICED = "openai/test-judge-costed"
 INPUT_PRICE, OUTPUT_PRICE = 2e-6, 8e-6
 

@@ -22,6 +22,8 @@ from rag_eval_pipeline.llm.endpoint import endpoint_digest, endpoint_identity
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 JUDGE = "openai/test-judge"
 
 

@@ -34,6 +34,8 @@ from rag_eval_pipeline.llm.failures import (
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import ask, make_client
 
+pytestmark = [pytest.mark.integration]
+
 
 def first_attempt_fails(body: dict[str, Any], seen: int) -> str:
     return "500" if seen == 0 else "ok"

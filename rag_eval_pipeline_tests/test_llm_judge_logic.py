@@ -31,6 +31,8 @@ from rag_eval_pipeline.judges.prompts import PROMPT_VERSION
 from rag_eval_pipeline.llm.client import LLMReply
 from rag_eval_pipeline.systems.generators import GENERATION_COLUMNS, NO_CONTEXT_ANSWER, LLMGenerator
 
+pytestmark = [pytest.mark.integration]
+
 MODEL = "openai/fake-judge"
 
 

@@ -26,6 +26,8 @@ from rag_eval_pipeline.storage.machine import machine_failure_line
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval_process
 
+pytestmark = [pytest.mark.integration]
+
 VERSION = "demo-v1"
 DATE = "2026-11-14"
 GOLDEN = ["run", "--dataset-version", VERSION, "--date", DATE, "--select", "key:golden_dataset"]

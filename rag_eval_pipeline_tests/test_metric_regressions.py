@@ -55,6 +55,8 @@ from rag_eval_pipeline_tests.flips import (
 )
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
+pytestmark = [pytest.mark.integration]
+
 
 def row(verdicts: pd.DataFrame, system: str, metric: str) -> pd.Series:
     found = verdicts[(verdicts["system"] == system) & (verdicts["metric"] == metric)]

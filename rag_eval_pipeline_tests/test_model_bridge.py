@@ -57,6 +57,8 @@ from rag_eval_pipeline.systems.generators import LLMGenerator, OfflineGenerator
 from rag_eval_pipeline_tests.conftest import loopback_llm
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 TIER, METRIC, SHIFT = "tier3_e2e", "avg_answer_relevance", 0.1
 RULE = RegressionRule(n_resamples=2000)
 QUALITY = re.compile(r"quality (\d\.\d+)")

@@ -30,6 +30,8 @@ from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline_tests.conftest import evaluation_resources, loopback_llm
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 VERSION, DAY1, DAY2 = "bridged", "2026-11-20", "2026-11-21"
 N, SHIFT, METRIC = 20, 0.1, "avg_answer_relevance"
 TOPICS = (

@@ -2,10 +2,13 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag_eval_pipeline.datasets.validation import _coerce_number, _parsed_strings
+
+pytestmark = [pytest.mark.unit]
 
 NUMBER_TEXT = st.one_of(
     st.none(),

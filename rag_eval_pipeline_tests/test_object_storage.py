@@ -36,6 +36,8 @@ from rag_eval_pipeline_tests.s3_server import (
 )
 from rag_eval_pipeline_tests.test_io_manager import unserializable_frame
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 __all__ = ["s3_bucket", "s3_server"]  # fixtures
 
 DATE = "2026-11-20"

@@ -24,6 +24,8 @@ from rag_eval_pipeline.systems.generators import (
     OfflineGenerator,
 )
 
+pytestmark = [pytest.mark.integration]
+
 QUESTION = "Where is the Eiffel Tower and when was it completed?"
 CONTEXT = [
     "The Eiffel Tower is located in Paris. It was completed in 1889 for the World's Fair.",

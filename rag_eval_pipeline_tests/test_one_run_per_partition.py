@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 from dagster import DagsterInstance, DagsterRunStatus, RunsFilter, instance_for_test
 
@@ -24,6 +25,8 @@ from rag_eval_pipeline_tests.conftest import (
     rag_eval,
     rag_eval_process,
 )
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 VERSION = "demo-v1"
 DATE = "2026-11-12"

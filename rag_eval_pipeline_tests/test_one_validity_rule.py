@@ -42,6 +42,8 @@ from rag_eval_pipeline_tests.test_dataset_formats import (
     write_table,
 )
 
+pytestmark = [pytest.mark.integration]
+
 # The layout of trec_eval's test/results.trunc: text after the sixth field on some lines.
 TRUNCATED_RUN = """\
 1 Q0 d1 1 2.138276 STANDARD more junk at

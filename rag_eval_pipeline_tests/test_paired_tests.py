@@ -13,6 +13,8 @@ from rag_eval_pipeline.metrics.stats import (
     sign_test,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def test_sign_test_equals_scipy_binomtest() -> None:
     worse = np.array([0, 1, 3, 6, 6, 10, 40, 0])

@@ -16,9 +16,12 @@ import pytest
 
 from rag_eval_pipeline.embedding.embedder import Embedder
 
-pytestmark = pytest.mark.skipif(
-    "fork" not in multiprocessing.get_all_start_methods(), reason="the test forks its workers"
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        "fork" not in multiprocessing.get_all_start_methods(), reason="the test forks its workers"
+    ),
+]
 
 
 @dataclass

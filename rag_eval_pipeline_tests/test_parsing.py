@@ -8,6 +8,8 @@ import pytest
 
 from rag_eval_pipeline.judges.parsing import ReplyParseError, parse_json_object, parse_score
 
+pytestmark = [pytest.mark.unit]
+
 JSON_CASES: list[tuple[str, dict[str, Any]]] = [
     ('{"score": 0.8, "reason": "ok"}', {"score": 0.8, "reason": "ok"}),
     ('  \n{"verdict": "yes"}\n', {"verdict": "yes"}),

@@ -49,6 +49,8 @@ from rag_eval_pipeline_tests.conftest import (
 )
 from rag_eval_pipeline_tests.test_regression import Receiver
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 VERSION, DAY1, DAY2 = "demo-v1", "2026-11-20", "2026-11-21"
 PIPELINE = [a for a in ALL_ASSETS if a.key != AssetKey("system_comparison")]
 QUALITY_ASSETS = [

@@ -65,6 +65,8 @@ from rag_eval_pipeline_tests.test_run_ownership import (
     wait_for,
 )
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 PARTITION_RUN_KEY = f"{VERSION}|2026-11-22"
 PARTITION_RUN = [
     *("run", "--dataset-version", VERSION, "--date", "2026-11-22"),

@@ -18,6 +18,8 @@ from rag_eval_pipeline.metrics.ppi import (
     ppi_mean_estimate,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def _judged_sample(seed: int, n: int, big_n: int, bias: float, noise: float):
     rng = np.random.default_rng(seed)

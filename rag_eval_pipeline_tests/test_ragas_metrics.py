@@ -22,6 +22,8 @@ from rag_eval_pipeline.metrics.ragas import (
     validate_weights,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def test_faithfulness_is_the_share_of_supported_claims() -> None:
     assert faithfulness_score([True, False, True]) == pytest.approx(2 / 3)

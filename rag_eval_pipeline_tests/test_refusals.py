@@ -9,6 +9,7 @@ verdict too.
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from dagster import DagsterInstance
 
 from rag_eval_pipeline.defs.judge_checks import judge_error_rate_check
@@ -19,6 +20,8 @@ from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_llm_client import make_client
+
+pytestmark = [pytest.mark.integration]
 
 CONTEXT = "Invoices are generated on the first day of each month and emailed to the owner."
 E2E = {"golden_dataset", "e2e_generations", "e2e_judgments", "e2e_quality"}

@@ -18,6 +18,8 @@ from rag_eval_pipeline.reporting.alerting import alert_payload, post_json
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
+pytestmark = [pytest.mark.unit]
+
 
 def quality(
     metric: str,

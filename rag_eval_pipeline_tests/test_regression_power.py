@@ -2,6 +2,7 @@
 day of a 6-question collapse gets the verdicts the issue describes from each rule."""
 
 import numpy as np
+import pytest
 
 from benchmarks.regression_power import (
     COLLAPSE,
@@ -15,6 +16,8 @@ from benchmarks.regression_power import (
     ranks,
     shipped_rule,
 )
+
+pytestmark = [pytest.mark.unit]
 
 
 def test_demote_moves_every_relevant_document_of_the_top_k_into_the_range() -> None:

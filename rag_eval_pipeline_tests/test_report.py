@@ -42,6 +42,8 @@ from rag_eval_pipeline.reporting.html_report import (
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
+pytestmark = [pytest.mark.integration]
+
 SVG = "{http://www.w3.org/2000/svg}"
 D1, D2, D3 = "2026-11-19", "2026-11-20", "2026-11-21"
 EVIL = "<script>alert(1)</script>"

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from rag_eval_pipeline.storage.result_cache import ResultCache, frame_digest, result_key
+
+pytestmark = [pytest.mark.unit]
 
 FRAME = pd.DataFrame({"query_id": ["q1", "q2"], "score": [0.25, 1.0]})
 

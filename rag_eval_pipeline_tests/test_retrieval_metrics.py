@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
 
+pytestmark = [pytest.mark.integration]
+
 SCIFACT = Path(__file__).resolve().parents[1] / "data" / "datasets" / "scifact-test"
 CUTOFFS = (1, 3, 5, 10)
 TREC_MEASURES = {

@@ -44,6 +44,8 @@ from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_hostile_inputs import judge_through
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality
 
+pytestmark = [pytest.mark.integration]
+
 
 def test_citation_with_thousands_of_digits_is_not_a_citation() -> None:
     huge = "[" + "9" * 5000 + "]"

@@ -22,6 +22,8 @@ from rag_eval_pipeline.storage.readback import output_problem
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, rag_eval, rag_eval_process
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 VERSION = "demo-v1"
 DATE = "2026-11-20"
 

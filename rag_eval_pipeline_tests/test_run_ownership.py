@@ -53,6 +53,8 @@ from rag_eval_pipeline_tests.conftest import (
     stop_process_group,
 )
 
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
 VERSION = "demo-v1"
 KILLED_DATE = "2026-11-20"
 QUEUED_DATE = "2026-11-21"

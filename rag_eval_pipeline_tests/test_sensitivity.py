@@ -9,6 +9,8 @@ from scipy import stats
 from rag_eval_pipeline.metrics.sensitivity import sign_flip_min_shift, sign_test_min_worse
 from rag_eval_pipeline.metrics.stats import paired_randomization_tails
 
+pytestmark = [pytest.mark.unit]
+
 R = 10000  # the regression rule's default resamples
 
 

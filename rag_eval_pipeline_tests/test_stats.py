@@ -19,6 +19,8 @@ from rag_eval_pipeline.metrics.stats import (
     summarize,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def naive_bootstrap_ci(
     values: np.ndarray, confidence: float, n_resamples: int, seed: int

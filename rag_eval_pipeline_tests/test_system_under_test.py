@@ -32,6 +32,8 @@ from rag_eval_pipeline_tests.test_retrieval_metrics import (
     pytrec_eval_results,
 )
 
+pytestmark = [pytest.mark.integration]
+
 VERSION, DATE = "demo-v1", "2026-11-21"
 TARGET = f"{__name__}:known_retrieval"
 # Every Tier 1 metric pytrec_eval also computes (all defaults but ndcg_exp, checked by ranx).

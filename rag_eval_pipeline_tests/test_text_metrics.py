@@ -28,6 +28,8 @@ from rag_eval_pipeline.metrics.text import (
     rouge_scores,
 )
 
+pytestmark = [pytest.mark.unit]
+
 ENGLISH_PAIRS = [
     ("The cat sat on the mat.", "A cat was sitting on the mat."),
     ("Paris is the capital of France", "The capital of France is Paris."),

@@ -33,6 +33,8 @@ from rag_eval_pipeline_tests.test_retrieval_metrics import (
     random_tables,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def grouped_by_query(run: pd.DataFrame) -> pd.DataFrame:
     """The run with each query's rows together (row order within a query kept)."""

@@ -13,6 +13,8 @@ from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, loopback_llm, materialize_demo_assets
 from rag_eval_pipeline_tests.openai_server import run_openai_server
 
+pytestmark = [pytest.mark.integration]
+
 TIER2 = {"golden_dataset", "ideal_context_generations", "generation_judgments"}
 REPLY = "Invoices go out on the 1st [1] [2]."
 

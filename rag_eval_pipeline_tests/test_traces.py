@@ -47,6 +47,8 @@ from rag_eval_pipeline_tests.trace_fixtures import (
     write_phoenix_parquet,
 )
 
+pytestmark = [pytest.mark.integration]
+
 VERSION = "traces-v1"
 
 

@@ -50,6 +50,8 @@ from rag_eval_pipeline.metrics.traffic import (
 )
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 
+pytestmark = [pytest.mark.integration]
+
 VERSION = "traffic-v1"
 TIMEZONE = "America/New_York"
 DAYS = ["2026-11-02", "2026-11-03", "2026-11-04"]

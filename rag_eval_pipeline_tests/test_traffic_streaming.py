@@ -30,6 +30,8 @@ from rag_eval_pipeline.metrics.stats import bootstrap_ci
 from rag_eval_pipeline.metrics.traffic import on_date, satisfaction_scores
 from rag_eval_pipeline.storage.parquet import StoredTables, write_tables_atomically
 
+pytestmark = [pytest.mark.unit]
+
 TIMEZONE = "America/New_York"
 DAYS = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]  # DST ends on Nov 1
 FEEDBACK = ["up", "down", "5", "1", "3", None, "👍", "4"]

@@ -7,6 +7,8 @@ from scipy import stats
 from rag_eval_pipeline.metrics import stats as ours
 from rag_eval_pipeline.metrics.stats import fisher_exact_tails, permutation_tails
 
+pytestmark = [pytest.mark.unit]
+
 
 def scipy_permutation(a: np.ndarray, b: np.ndarray, alternative: str) -> float:
     """scipy's exact two-sample permutation p-value of mean(b) - mean(a) (all splits)."""

@@ -13,6 +13,8 @@ from rag_eval_pipeline.metrics.ux import (
     semantic_cache_hits,
 )
 
+pytestmark = [pytest.mark.unit]
+
 
 def unit(degrees: float) -> list[float]:
     """2-d unit vector at ``degrees`` from the x axis."""

@@ -31,6 +31,8 @@ from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.versions import VERSION_NAME_PATTERN, validate_version_name
 
+pytestmark = [pytest.mark.unit]
+
 FUZZ = settings(
     max_examples=100,
     deadline=None,

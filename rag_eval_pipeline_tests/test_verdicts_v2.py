@@ -26,6 +26,8 @@ from rag_eval_pipeline.reporting.alerting import alert_lines, items_needed_lines
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline_tests.test_regression import card, quality
 
+pytestmark = [pytest.mark.unit]
+
 SHIPPED = Thresholds.load(THRESHOLDS_FILE)
 TIER1 = [
     *(f"hit_rate@{k}" for k in (1, 3, 5, 10)),

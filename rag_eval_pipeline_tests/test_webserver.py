@@ -19,6 +19,8 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION
 from rag_eval_pipeline_tests.conftest import TIER1_DATES, TIER1_VERSION
 from rag_eval_pipeline_tests.ui_browser import graphql
 
+pytestmark = [pytest.mark.integration]
+
 VERSION, DATE = TIER1_VERSION, TIER1_DATES[-1]
 
 GROUPS = {
