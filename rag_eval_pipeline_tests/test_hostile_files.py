@@ -96,6 +96,20 @@ def test_config_yaml_refuses_aliases_merge_keys_and_deep_nesting(
         load_weights(path)
 
 
+def test_every_anchor_and_alias_line_is_listed_at_once_and_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "composite.yaml"
+    path.write_text("weights:\n  mrr: &w 1.0\n  ndcg: 2\n  map: *w\n  bad: [\n", encoding="utf-8")
+    with pytest.raises(YamlFileError) as raised:
+        load_yaml_file(path)
+    assert "2 on line(s) 2, 4; invalid YAML at line 6" in str(raised.value)
+    path.write_text("".join(f"k{i}: &a{i} {i}\n" for i in range(30)), encoding="utf-8")
+    with pytest.raises(YamlFileError) as raised:
+        load_yaml_file(path)
+    listed = ", ".join(map(str, range(1, 21)))
+    assert f"30 on line(s) {listed} and 10 more\n" in str(raised.value)
+    assert len(str(raised.value)) < 300
+
+
 def test_config_yaml_over_the_size_cap_is_refused_before_parsing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
