@@ -22,6 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.datasets import readers
@@ -42,6 +45,7 @@ from rag_eval_pipeline_tests.openai_server import run_openai_server
 from rag_eval_pipeline_tests.test_regression import Receiver
 from rag_eval_pipeline_tests.test_report import D1, D2, D3, EVIL, regressions_of, scorecard
 from rag_eval_pipeline_tests.test_report import report as report_of
+from rag_eval_pipeline_tests.trace_fixtures import length_prefixed
 
 pytestmark = [pytest.mark.integration]
 
@@ -96,6 +100,20 @@ def test_config_yaml_refuses_aliases_merge_keys_and_deep_nesting(
     assert problem in message and f'"{path}", line {line}' in message
     with pytest.raises(ValueError, match=problem):
         load_weights(path)
+
+
+def test_every_anchor_and_alias_line_is_listed_at_once_and_bounded(tmp_path: Path) -> None:
+    path = tmp_path / "composite.yaml"
+    path.write_text("weights:\n  mrr: &w 1.0\n  ndcg: 2\n  map: *w\n  bad: [\n", encoding="utf-8")
+    with pytest.raises(YamlFileError) as raised:
+        load_yaml_file(path)
+    assert "2 on line(s) 2, 4; invalid YAML at line 6" in str(raised.value)
+    path.write_text("".join(f"k{i}: &a{i} {i}\n" for i in range(30)), encoding="utf-8")
+    with pytest.raises(YamlFileError) as raised:
+        load_yaml_file(path)
+    listed = ", ".join(map(str, range(1, 21)))
+    assert f"30 on line(s) {listed} and 10 more\n" in str(raised.value)
+    assert len(str(raised.value)) < 300
 
 
 def test_config_yaml_over_the_size_cap_is_refused_before_parsing(
@@ -293,6 +311,53 @@ def test_otlp_times_outside_2000_2099_are_refused_and_every_problem_is_listed(
     )
     assert problems[1].startswith("traces/export.json, line 3, column 'ExportTraceServiceRequest'")
     assert "line 5" in problems[2] and "not an int64: '1794000000000000000x'" in problems[2]
+
+
+def proto_record(trace_id: bytes, span_id: bytes, start_ns: int) -> bytes:
+    """One `ExportTraceServiceRequest` of one root span, serialized."""
+    span = ProtoSpan(
+        trace_id=trace_id,
+        span_id=span_id,
+        name="rag.query",
+        start_time_unix_nano=start_ns,
+        end_time_unix_nano=start_ns + 1_000_000,
+    )
+    request = ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])]
+    )
+    return request.SerializeToString()
+
+
+def test_otlp_protobuf_problems_are_all_listed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_EVAL_MAX_ID_CHARS", "64")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    day = 1_794_000_000_000_000_000
+    records = [
+        proto_record(b"\xaa" * 16, b"\x01" * 8, day),
+        proto_record(b"\xbb" * 16, b"\x02" * 8, 2026),  # "2026" would be 1970
+        b"\xff\xff\xff not a request",
+        proto_record(b"\xcc" * 40, b"\x03" * 8, day),  # 80 hex characters
+        proto_record(b"\xdd" * 16, b"", day),
+        proto_record(b"\xee" * 16, b"\x05" * 8, day),
+    ]
+    (folder / "export.binpb").write_bytes(length_prefixed(records))
+    with pytest.raises(DatasetError) as raised:
+        trace_interactions(tmp_path)
+    problems = [str(issue) for issue in raised.value.issues]
+    assert len(problems) == 4, problems
+    assert problems[0] == (
+        "traces/export.binpb, row 2, column 'start_time_unix_nano': not a UnixNano time in "
+        f"2000-2099 (trace {'bb' * 16}, span {'02' * 8}): '2026'"
+    )
+    assert problems[1].startswith("traces/export.binpb, row 3, column 'ExportTraceServiceRequest'")
+    assert problems[2] == (
+        "traces/export.binpb, row 4, column 'trace_id': longer than 64 hex characters: "
+        f"'{'cc' * 40}'"
+    )
+    assert problems[3].startswith("traces/export.binpb, row 5, column 'trace_id/span_id'")
 
 
 def test_jsonl_with_a_byte_order_mark_is_read_like_csv_with_one(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from pydantic import Field
 from upath import UPath
 
 from rag_eval_pipeline.defs.machine_failures import machine_failures_fail_the_step
+from rag_eval_pipeline.defs.metadata import text_metadata
 from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.defs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
 from rag_eval_pipeline.settings import WAREHOUSE_URL
@@ -98,7 +99,7 @@ class ParquetIOManager(UPathIOManager):
     def get_metadata(self, context: OutputContext, obj: Any) -> dict[str, Any]:
         metadata: dict[str, Any] = {}
         if self.fingerprint:
-            metadata[FINGERPRINT_KEY] = MetadataValue.text(self.fingerprint)
+            metadata[FINGERPRINT_KEY] = text_metadata(self.fingerprint)
         if isinstance(obj, pd.DataFrame | TableBatches):
             rows = len(obj) if isinstance(obj, pd.DataFrame) else obj.num_rows
             metadata[ROW_COUNT_KEY] = MetadataValue.int(rows)

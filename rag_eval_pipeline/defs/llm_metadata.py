@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from dagster import DagsterEventType, DagsterInstance, MetadataValue
 
+from rag_eval_pipeline.defs.metadata import text_metadata
 from rag_eval_pipeline.evaluation.composite import describe
 from rag_eval_pipeline.evaluation.cost import usage_table
 from rag_eval_pipeline.evaluation.generation import n_refusals
@@ -21,7 +22,7 @@ from rag_eval_pipeline.llm.client import LLMClient
 
 def llm_usage_metadata(role: str, model: str, client: LLMClient | None) -> dict[str, Any]:
     """`<role>_model` plus, for a real LLM, the client's usage counters as metadata."""
-    metadata: dict[str, Any] = {f"{role}_model": MetadataValue.text(model)}
+    metadata: dict[str, Any] = {f"{role}_model": text_metadata(model)}
     if client is not None:
         metadata.update(
             {f"{role}_{name}": value for name, value in client.usage.as_metadata().items()}
@@ -30,7 +31,7 @@ def llm_usage_metadata(role: str, model: str, client: LLMClient | None) -> dict[
         metadata[f"{role}_lowest_concurrency"] = client.lowest_concurrency
         if client.unpriced_calls:
             metadata[f"{role}_cost_usd"] = MetadataValue.float(float("nan"))
-            metadata[f"{role}_cost"] = MetadataValue.text(
+            metadata[f"{role}_cost"] = text_metadata(
                 f"unknown: no price for {model} ({client.unpriced_calls} call(s))"
             )
     return metadata
@@ -47,7 +48,7 @@ def judgments_metadata(
         "n_rows": MetadataValue.int(len(judgments)),
         "n_errors": MetadataValue.int(int(judgments["error"].notna().sum())),
         "n_refusals": MetadataValue.int(n_refusals(judgments)),
-        "composite": MetadataValue.text(describe(dict(weights))),
+        "composite": text_metadata(describe(dict(weights))),
         **llm_usage_metadata("judge", judge_model, client),
     }
 

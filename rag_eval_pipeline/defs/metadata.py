@@ -1,4 +1,8 @@
-"""Dagster metadata for metric assets: headline floats the UI plots, and a markdown table."""
+"""Dagster metadata for assets: headline floats the UI plots, markdown tables and plain text.
+
+Every text that reaches the UI goes through one escaping rule per kind: markdown through
+`markdown_cell`, plain text and the names of plotted floats through `visible_text` (a file name,
+system or variant name with a bidi control or zero-width character is shown as `\\uNNNN`)."""
 
 import math
 from collections.abc import Collection, Mapping
@@ -6,7 +10,7 @@ from collections.abc import Collection, Mapping
 import pandas as pd
 from dagster import MetadataValue
 
-from rag_eval_pipeline.text.escaping import markdown_cell
+from rag_eval_pipeline.text.escaping import markdown_cell, visible_text
 
 
 def _format(value: object) -> str:
@@ -31,6 +35,11 @@ def markdown_table(frame: pd.DataFrame, max_rows: int = 60) -> str:
     return "\n".join([header, rule, *rows, *more])
 
 
+def text_metadata(value: object) -> MetadataValue:
+    """Plain-text metadata (`MetadataValue.text`) with invisible characters shown as escapes."""
+    return MetadataValue.text(visible_text(value))
+
+
 def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:
     """Float metadata per headline metric (NaN kept as NaN so plots show a gap, not a zero)."""
     return {name: MetadataValue.float(float(value)) for name, value in values.items()}
@@ -39,8 +48,9 @@ def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:
 def plotted_key(version: str, *parts: object) -> str:
     """The name of a plotted float: `<version>/<part>/...`. The version comes first so each
     series of the UI's Plots tab is one dataset version's (a key shared by every version
-    zigzags between them and squeezes each version's dates into a dash)."""
-    return "/".join(map(str, (version, *parts)))
+    zigzags between them and squeezes each version's dates into a dash); invisible characters
+    in a version or system name are shown as escapes."""
+    return "/".join(map(visible_text, (version, *parts)))
 
 
 def summary_metadata(

@@ -1,7 +1,9 @@
 """How a tier that does not apply to a dataset version says so: an empty, labeled output."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue
+from dagster import AssetExecutionContext
+
+from rag_eval_pipeline.defs.metadata import text_metadata
 
 
 def skipped(context: AssetExecutionContext, reason: str, empty: pd.DataFrame) -> pd.DataFrame:
@@ -12,6 +14,6 @@ def skipped(context: AssetExecutionContext, reason: str, empty: pd.DataFrame) ->
     """
     context.log.info(f"{context.asset_key.to_user_string()} skipped: {reason}")
     context.add_output_metadata(
-        {"status": MetadataValue.text("skipped"), "skip_reason": MetadataValue.text(reason)}
+        {"status": text_metadata("skipped"), "skip_reason": text_metadata(reason)}
     )
     return empty

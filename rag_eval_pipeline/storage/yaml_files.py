@@ -1,8 +1,10 @@
 """Reading the project's YAML files (`dataset.yaml`, `config/*.yaml`) without expansion bombs.
 
 YAML anchors and aliases (`&a`, `*a`) let ten lines expand to gigabytes (nine aliases a level:
-9^10 copies) and merge keys (`<<: *a`) need them, so the loader here refuses both at the first
-`&` or `*`, naming the file and line; none of the project's files needs them. A file is also
+9^10 copies) and merge keys (`<<: *a`) need them, so the loader here refuses both before
+composing anything, naming the file and every line that holds one (the first
+`MAX_LISTED_LINES`, then how many more): one reading shows every line to fix. None of the
+project's files needs them. A file is also
 refused above `max_bytes` (`RAG_EVAL_MAX_YAML_BYTES`, 1 MiB by default) before it is parsed,
 and nesting deeper than `MAX_YAML_DEPTH` levels (`[[[[...]]]]`: the parser recurses once per
 level). Without aliases a document holds no more than its own bytes.
@@ -22,6 +24,8 @@ import yaml
 MAX_YAML_BYTES_ENV = "RAG_EVAL_MAX_YAML_BYTES"
 DEFAULT_MAX_YAML_BYTES = 1 << 20
 MAX_YAML_DEPTH = 64
+MAX_LISTED_LINES = 20
+_ALIASES_PROBLEM = "anchors and aliases (&name, *name, <<) are not allowed"
 
 
 class YamlFileError(yaml.MarkedYAMLError):
@@ -29,7 +33,8 @@ class YamlFileError(yaml.MarkedYAMLError):
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` that refuses anchors and aliases, and nesting over `MAX_YAML_DEPTH`."""
+    """`yaml.SafeLoader` that refuses nesting over `MAX_YAML_DEPTH` (given a text that
+    `_refuse_aliases` passed)."""
 
     def __init__(self, stream: str, name: str) -> None:
         super().__init__(stream)
@@ -38,11 +43,6 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-            raise YamlFileError(
-                problem="anchors and aliases (&name, *name, <<) are not allowed",
-                problem_mark=event.start_mark,
-            )
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
@@ -60,8 +60,46 @@ def max_yaml_bytes() -> int:
     return int(os.environ.get(MAX_YAML_BYTES_ENV) or DEFAULT_MAX_YAML_BYTES)
 
 
+def _alias_marks(text: str, source: str) -> tuple[list[yaml.Mark], int | None]:
+    """Where `text` holds an anchor or an alias, in order (events only: nothing is expanded),
+    and the line of the syntax error that stopped the scan, if one did."""
+    parser = yaml.SafeLoader(text)
+    parser.name = source
+    marks = []
+    try:
+        while parser.check_event():
+            event = parser.get_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                marks.append(event.start_mark)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        return marks, None if mark is None else mark.line + 1
+    finally:
+        parser.dispose()
+    return marks, None
+
+
+def _refuse_aliases(text: str, source: str) -> None:
+    """Raise `YamlFileError` naming every line (up to `MAX_LISTED_LINES`) with an anchor or
+    an alias, the first as the error's mark, and the line of a syntax error after them."""
+    marks, syntax_line = _alias_marks(text, source)
+    if not marks:
+        return
+    lines = list(dict.fromkeys(mark.line + 1 for mark in marks))
+    more = len(lines) - MAX_LISTED_LINES
+    listed = ", ".join(map(str, lines[:MAX_LISTED_LINES])) + (
+        f" and {more} more" if more > 0 else ""
+    )
+    syntax = "" if syntax_line is None else f"; invalid YAML at line {syntax_line}"
+    raise YamlFileError(
+        problem=f"{_ALIASES_PROBLEM}: {len(marks)} on line(s) {listed}{syntax}",
+        problem_mark=marks[0],
+    )
+
+
 def load_yaml_text(text: str, source: str) -> Any:
     """The document in `text` (read from `source`, named in errors), without aliases."""
+    _refuse_aliases(text, source)
     loader = _NoAliasLoader(text, source)
     try:
         return loader.get_single_data()

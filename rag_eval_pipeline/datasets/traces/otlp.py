@@ -48,14 +48,9 @@ def otlp_spans(path: Path, label: str) -> Iterator[Span]:
     A bad line or span is recorded and skipped; at the end, every problem found is raised."""
     problems = FileProblems(label)
     for number, request in json_lines(path, label, "ExportTraceServiceRequest", problems):
-        where = _Line(label, number)
-        spans = problems.attempt(_raw_spans, request, where) or []
-        for span_path, span in spans:
-            decoded = problems.attempt(_span, span, span_path, where)
-            if decoded is not None:
-                yield decoded
-            if problems.full:
-                break
+        yield from request_spans(request, label, number, problems)
+        if problems.full:
+            break
     problems.raise_if_any()
 
 
@@ -71,12 +66,19 @@ def _raw_spans(request: object, where: _Line) -> list[tuple[str, object]]:
     ]
 
 
-def request_spans(request: object, label: str, number: int) -> Iterator[Span]:
+def request_spans(
+    request: object, label: str, number: int, problems: FileProblems
+) -> Iterator[Span]:
     """The spans of one parsed OTLP JSON `ExportTraceServiceRequest`, found at line (or
-    record) `number` of file `label`; the first problem raises."""
+    record) `number` of file `label`; a bad request or span is recorded in `problems` and
+    skipped (reading stops when `problems` is full)."""
     where = _Line(label, number)
-    for span_path, span in _raw_spans(request, where):
-        yield _span(span, span_path, where)
+    for span_path, span in problems.attempt(_raw_spans, request, where) or []:
+        decoded = problems.attempt(_span, span, span_path, where)
+        if decoded is not None:
+            yield decoded
+        if problems.full:
+            break
 
 
 def _list(parent: object, key: str, where: _Line) -> list:

@@ -24,6 +24,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
+from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.timestamps import in_range_ns
 from rag_eval_pipeline.datasets.traces.compression import (
     DECOMPRESSION_ERRORS,
@@ -35,12 +36,14 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     EXCEPTION_MESSAGE,
     EXCEPTION_TYPE,
     SPAN_KIND,
+    FileProblems,
     Span,
     bad_value,
     span_kind,
     split_attributes,
 )
 from rag_eval_pipeline.datasets.traces.otlp import request_spans
+from rag_eval_pipeline.datasets.validation import max_id_chars
 
 LENGTH_PREFIX = struct.Struct(">I")
 MAX_RECORD_BYTES = 256 << 20
@@ -80,25 +83,59 @@ def _read(handle: BinaryIO, size: int, label: str, number: int) -> bytes:
 
 def otlp_proto_spans(path: Path, label: str) -> Iterator[Span]:
     """The spans of a length-prefixed OTLP file, in file order (`label`: its name in errors,
-    where `row` is the record's number)."""
+    where `row` is the record's number). A bad record or span is recorded and skipped; at the
+    end, every problem found (up to `FileProblems.MAX_PROBLEMS`) is raised. A broken length
+    prefix or corrupt compressed stream ends the reading: nothing after it can be framed."""
+    problems = FileProblems(label)
     with open_decompressed(path) as handle:
-        for number, payload in length_prefixed_records(handle, label):
-            try:
-                data = decompress_record(payload, MAX_RECORD_BYTES)
-            except DECOMPRESSION_ERRORS as error:
-                raise bad_value(label, REQUEST, payload[:8].hex(), str(error), row=number) from None
-            if data.lstrip()[:1] == b"{":
-                yield from request_spans(_json(data, label, number), label, number)
-                continue
-            try:
-                request = ExportTraceServiceRequest.FromString(data)
-            except DecodeError as error:
-                raise bad_value(label, REQUEST, data[:8].hex(), str(error), row=number) from None
-            source = f"{label} record {number}"
-            for resource in request.resource_spans:
-                for scope in resource.scope_spans:
-                    for span in scope.spans:
-                        yield _span(span, source, label, number)
+        for number, payload in _records(handle, label, problems):
+            yield from _record_spans(payload, label, number, problems)
+            if problems.full:
+                break
+    problems.raise_if_any()
+
+
+def _records(handle: BinaryIO, label: str, problems: FileProblems) -> Iterator[tuple[int, bytes]]:
+    """`length_prefixed_records`, its error recorded in `problems` (it ends the records)."""
+    try:
+        yield from length_prefixed_records(handle, label)
+    except DatasetError as error:
+        problems.add(error)
+
+
+def _record_spans(
+    payload: bytes, label: str, number: int, problems: FileProblems
+) -> Iterator[Span]:
+    """The spans of record `number` (protobuf, or OTLP JSON); problems recorded, not raised."""
+    request = problems.attempt(_request, payload, label, number)
+    if request is None:
+        return
+    if not isinstance(request, ExportTraceServiceRequest):
+        yield from request_spans(request, label, number, problems)
+        return
+    source = f"{label} record {number}"
+    for resource in request.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                decoded = problems.attempt(_span, span, source, label, number)
+                if decoded is not None:
+                    yield decoded
+                if problems.full:
+                    return
+
+
+def _request(payload: bytes, label: str, number: int) -> ExportTraceServiceRequest | object:
+    """Record `number` decompressed and parsed: a protobuf request, or the parsed JSON."""
+    try:
+        data = decompress_record(payload, MAX_RECORD_BYTES)
+    except DECOMPRESSION_ERRORS as error:
+        raise bad_value(label, REQUEST, payload[:8].hex(), str(error), row=number) from None
+    if data.lstrip()[:1] == b"{":
+        return _json(data, label, number)
+    try:
+        return ExportTraceServiceRequest.FromString(data)
+    except DecodeError as error:
+        raise bad_value(label, REQUEST, data[:8].hex(), str(error), row=number) from None
 
 
 def _json(data: bytes, label: str, number: int) -> object:
@@ -111,9 +148,13 @@ def _json(data: bytes, label: str, number: int) -> object:
 def _span(span: ProtoSpan, source: str, label: str, number: int) -> Span:
     if not span.trace_id or not span.span_id:
         raise bad_value(label, "trace_id/span_id", span.name, "missing span id", row=number)
+    for name in ("trace_id", "span_id", "parent_span_id"):
+        if len(getattr(span, name).hex()) > max_id_chars():
+            problem = f"longer than {max_id_chars():,} hex characters"
+            raise bad_value(label, name, getattr(span, name).hex(), problem, row=number)
     for name in ("start_time_unix_nano", "end_time_unix_nano"):
         if not in_range_ns(getattr(span, name)):
-            ids = f"trace {span.trace_id.hex()}, span {span.span_id.hex()}"
+            ids = f"trace {span.trace_id.hex():.64}, span {span.span_id.hex():.64}"
             problem = f"not a UnixNano time in 2000-2099 ({ids})"
             raise bad_value(label, name, getattr(span, name), problem, row=number)
     if span.end_time_unix_nano < span.start_time_unix_nano:

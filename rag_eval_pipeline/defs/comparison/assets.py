@@ -7,7 +7,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table
+from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, ResultCacheResource
@@ -53,12 +53,12 @@ def winner_metadata(comparison: pd.DataFrame, baseline: str) -> dict[str, Metada
         return {}
     winner = composite_winner(comparison, baseline)
     return {
-        "composite_winner": MetadataValue.text(winner["winner"]),
+        "composite_winner": text_metadata(winner["winner"]),
         "composite_delta": MetadataValue.float(winner["delta"]),
         "composite_ci_low": MetadataValue.float(winner["ci_low"]),
         "composite_ci_high": MetadataValue.float(winner["ci_high"]),
         "composite_p_value": MetadataValue.float(winner["p_value"]),
-        "composite_compared_with": MetadataValue.text(winner["compared_with"]),
+        "composite_compared_with": text_metadata(winner["compared_with"]),
     }
 
 
@@ -129,11 +129,11 @@ def system_comparison(
                 f"n_{verdict.replace(' ', '_')}": MetadataValue.int(int(counts.get(verdict, 0)))
                 for verdict in VERDICTS
             },
-            "baseline": MetadataValue.text(plan.baseline),
+            "baseline": text_metadata(plan.baseline),
             **winner_metadata(comparison, plan.baseline),
-            "variants": MetadataValue.text(", ".join(v.name for v in plan.variants)),
+            "variants": text_metadata(", ".join(v.name for v in plan.variants)),
             "variants_file": MetadataValue.path(str(path)),
-            "result_cache": MetadataValue.text(cache_status),
+            "result_cache": text_metadata(cache_status),
             "n_questions": MetadataValue.int(len(dataset.queries)),
             "comparison": MetadataValue.md(markdown_table(comparison, max_rows=400)),
             **llm_usage_metadata("generator", generator.generator_model, generator_client),

@@ -6,7 +6,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
-from rag_eval_pipeline.defs.metadata import markdown_table
+from rag_eval_pipeline.defs.metadata import markdown_table, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import DatasetsResource
 
@@ -31,11 +31,11 @@ def golden_dataset(context: AssetExecutionContext, datasets: DatasetsResource) -
     origin = datasets.logs_origin(version)
     context.add_output_metadata(
         {
-            **({"logs_from": MetadataValue.text(origin)} if origin else {}),
+            **({"logs_from": text_metadata(origin)} if origin else {}),
             **{name: MetadataValue.int(value) for name, value in stats.items()},
             "relevance_level": MetadataValue.int(manifest.relevance_level),
-            "system": MetadataValue.text(manifest.system or "from RAG_EVAL_SYSTEM"),
-            "language": MetadataValue.text(manifest.language or "unspecified"),
+            "system": text_metadata(manifest.system or "from RAG_EVAL_SYSTEM"),
+            "language": text_metadata(manifest.language or "unspecified"),
             "tables": MetadataValue.md(
                 markdown_table(pd.DataFrame({"table": list(stats), "rows": list(stats.values())}))
             ),

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
@@ -197,7 +197,7 @@ def judge_corrected_quality(
         {
             **summary_metadata(quality, partition_parts(context)[0]),
             "ppi": MetadataValue.md(markdown_table(ppi_table(estimates))),
-            "what_ppi_means": MetadataValue.text(EXPLANATION),
+            "what_ppi_means": text_metadata(EXPLANATION),
             "alpha": MetadataValue.float(config.alpha),
             **llm_usage_metadata("judge", judge.judge_model, client),
         }
@@ -266,7 +266,7 @@ def rater_export(
         {
             "n_tasks": MetadataValue.int(len(tasks)),
             "csv_path": MetadataValue.path(str(path)),
-            "raters": MetadataValue.text(", ".join(config.raters)),
+            "raters": text_metadata(", ".join(config.raters)),
         }
     )
     return tasks

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
+from rag_eval_pipeline.defs.metadata import text_metadata
 from rag_eval_pipeline.defs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
@@ -89,7 +90,7 @@ def evaluation_report(
                 f"against {against}: {markdown_cell(told.text)}. "
                 f"[Open the report]({path.as_uri()})"
             ),
-            "headline": MetadataValue.text(told.text),
+            "headline": text_metadata(told.text),
             "n_alerts": MetadataValue.int(told.n_alerts),
             "n_regressions": MetadataValue.int(told.counts[REGRESSION]),
         }

@@ -10,7 +10,12 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, plotted_key
+from rag_eval_pipeline.defs.metadata import (
+    headline_metadata,
+    markdown_table,
+    plotted_key,
+    text_metadata,
+)
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.evaluation.cost import cost_quality, unpriced_models
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
@@ -106,7 +111,7 @@ def evaluation_scorecard(
     context.add_output_metadata(
         {
             **(
-                {"cost": MetadataValue.text(f"unknown: no price for {', '.join(unpriced)}")}
+                {"cost": text_metadata(f"unknown: no price for {', '.join(unpriced)}")}
                 if unpriced
                 else {}
             ),

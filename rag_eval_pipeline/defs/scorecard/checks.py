@@ -15,13 +15,14 @@ from dagster import (
     asset_check,
 )
 
-from rag_eval_pipeline.defs.metadata import markdown_table
+from rag_eval_pipeline.defs.metadata import markdown_table, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.scorecard.assets import evaluation_scorecard
 from rag_eval_pipeline.evaluation.headline import OUTAGE, REGRESSION, headline
 from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
+from rag_eval_pipeline.text.escaping import visible_text
 
 # Tiers whose bands rate the judge's agreement with human raters.
 AGREEMENT_TIERS = ("judge_reliability", "show_judge")
@@ -83,10 +84,10 @@ def scorecard_regressions(
     return AssetCheckResult(
         passed=told.n_alerts == 0,
         severity=AssetCheckSeverity.WARN,
-        description=told.text,
+        description=visible_text(told.text),
         metadata={
-            "baseline": MetadataValue.text(baseline),
-            "headline": MetadataValue.text(told.text),
+            "baseline": text_metadata(baseline),
+            "headline": text_metadata(told.text),
             "n_alerts": MetadataValue.int(told.n_alerts),
             "n_regressions": MetadataValue.int(told.counts[REGRESSION]),
             "n_outages": MetadataValue.int(told.counts[OUTAGE]),

@@ -12,7 +12,12 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, plotted_key
+from rag_eval_pipeline.defs.metadata import (
+    headline_metadata,
+    markdown_table,
+    plotted_key,
+    text_metadata,
+)
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import (
@@ -238,7 +243,7 @@ def metric_regressions(
                 }
             ),
             "n_alerts": MetadataValue.int(n_alerts),
-            "baseline": MetadataValue.text(
+            "baseline": text_metadata(
                 f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
             ),
             "alpha": MetadataValue.float(config.alpha),

@@ -39,7 +39,9 @@ def _alert_partition(
     verdicts = store.read_partition(REGRESSIONS_ASSET, version, day)
     if verdicts is None:
         partition = evaluation_partition_key(version, day)
-        context.log.warning(f"metric_regressions {partition} is recorded but not stored; skipped.")
+        context.log.warning(
+            f"metric_regressions {terminal_text(partition)} is recorded but not stored; skipped."
+        )
         return 0
     regressions = new_alerts(store, version, verdicts[verdicts["alert"].astype(bool)])
     if regressions.empty:

@@ -4,7 +4,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.metadata import summary_metadata
+from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.resources import EmbedderResource
 from rag_eval_pipeline.defs.skipping import skipped
@@ -46,9 +46,9 @@ def corpus_embeddings(
             "n_documents": MetadataValue.int(len(embedded)),
             "embedded": MetadataValue.int(model.last_stats.embedded),
             "from_cache": MetadataValue.int(model.last_stats.from_cache),
-            "embedding_model": MetadataValue.text(model.model_name),
+            "embedding_model": text_metadata(model.model_name),
             "dimension": MetadataValue.int(int(embedding_matrix(embedded).shape[1])),
-            "cluster_source": MetadataValue.text(str(embedded["cluster_source"].iloc[0])),
+            "cluster_source": text_metadata(str(embedded["cluster_source"].iloc[0])),
         }
     )
     return embedded
@@ -73,7 +73,7 @@ def embedding_quality(
     context.add_output_metadata(
         {
             **summary_metadata(quality, partition_parts(context)[0]),
-            "cluster_source": MetadataValue.text(str(corpus_embeddings["cluster_source"].iloc[0])),
+            "cluster_source": text_metadata(str(corpus_embeddings["cluster_source"].iloc[0])),
         }
     )
     return quality

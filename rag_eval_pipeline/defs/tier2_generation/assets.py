@@ -5,7 +5,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import summary_metadata
+from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
@@ -97,7 +97,7 @@ def generation_judgments(
     context.add_output_metadata(
         {
             **judgments_metadata(judgments, weights, judge.judge_model, client),
-            "bleu_signature": MetadataValue.text(BLEU_SIGNATURE),
+            "bleu_signature": text_metadata(BLEU_SIGNATURE),
         }
     )
     return judgments

@@ -9,7 +9,7 @@ from rag_eval_pipeline.defs.llm_metadata import (
     judgments_metadata,
     llm_usage_metadata,
 )
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
@@ -100,7 +100,7 @@ def e2e_generations(
     usage = system.usage.as_metadata() if isinstance(system, HttpRag) else {}
     context.add_output_metadata(
         {
-            "system": MetadataValue.text(system.name),
+            "system": text_metadata(system.name),
             "n_questions": MetadataValue.int(len(outputs)),
             "n_errors": MetadataValue.int(len(errors)),
             **{f"http_{name}": MetadataValue.int(value) for name, value in usage.items()},

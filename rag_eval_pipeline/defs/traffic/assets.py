@@ -16,7 +16,7 @@ from dagster import AssetExecutionContext, Config, MetadataValue, asset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import summary_metadata
+from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
 from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
@@ -137,7 +137,7 @@ def traffic_metrics(
     context.add_output_metadata(
         {
             "volume": MetadataValue.int(volume),
-            "timezone": MetadataValue.text(config.timezone),
+            "timezone": text_metadata(config.timezone),
             "n_rows": MetadataValue.int(len(items)),
         }
     )
