@@ -33,6 +33,8 @@ from rag_eval_pipeline_tests.test_regression import Receiver
 from rag_eval_pipeline_tests.test_report import D1, D2, D3, EVIL, regressions_of, scorecard
 from rag_eval_pipeline_tests.test_report import report as report_of
 
+pytestmark = [pytest.mark.integration]
+
 RUN_FILE = "prod\u202egnp.exe.trec"  # displayed reversed after U+202E: "prodcert.exe.png"
 SYSTEM = "den\u200bse\u2066"  # looks like "dense"
 SHOWN_RUN_FILE, SHOWN_SYSTEM = "prod\\u202egnp.exe.trec", "den\\u200bse\\u2066"
