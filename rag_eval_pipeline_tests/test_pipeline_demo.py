@@ -379,7 +379,8 @@ def test_demo_scorecard_and_verdicts_equal_the_stored_reference(demo: DemoRuns) 
     """A refactoring changes no number: day 2's scorecard and verdicts equal the stored ones
     (floats to 1e-6 relative: embeddings are float32, and how the session's embedding cache
     splits texts into batches moves their last digits; regenerate with
-    RAG_EVAL_UPDATE_REFERENCE=1 only for a change meant to move a number)."""
+    RAG_EVAL_UPDATE_REFERENCE=1 only for a change meant to move a number). q-values are left
+    out: a q depends on the whole family, which holds the wall-clock latency rows."""
     text = demo_outputs(demo).to_csv(index=False, float_format="%.17g")
     if os.environ.get("RAG_EVAL_UPDATE_REFERENCE") == "1":
         REFERENCE.write_text(text)
@@ -388,7 +389,7 @@ def test_demo_scorecard_and_verdicts_equal_the_stored_reference(demo: DemoRuns) 
     assert stored[["table", "tier", "system", "metric"]].equals(
         current[["table", "tier", "system", "metric"]]
     )
-    for column in current.columns:
+    for column in current.columns.drop("q_value"):
         numbers = pd.to_numeric(stored[column], errors="coerce")
         if numbers.notna().any() and column not in ("tier", "system", "metric"):
             now = pd.to_numeric(current[column], errors="coerce")

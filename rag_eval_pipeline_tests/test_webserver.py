@@ -184,8 +184,10 @@ def test_latest_materialization_has_partition_key_and_float_metadata(
         for entry in latest["metadataEntries"]
         if entry["__typename"] == "FloatMetadataEntry"
     }
-    # plotted keys are always `<system>/<metric>`; scifact-test's one system is its `reranked` run
-    expected = {f"reranked/{m}" for m in ("hit_rate@1", "mrr", "ndcg@10", "recall@10", "map")}
+    # plotted keys are `<version>/<system>/<metric>` (one plotted series per version);
+    # scifact-test's one system is its `reranked` run
+    metrics = ("hit_rate@1", "mrr", "ndcg@10", "recall@10", "map")
+    expected = {f"{VERSION}/reranked/{m}" for m in metrics}
     assert expected <= set(floats), sorted(floats)
     assert all(value is None or 0.0 <= value <= 1.0 for value in floats.values()), floats
     assert any(entry["label"] == "summary" for entry in latest["metadataEntries"])
