@@ -1,6 +1,7 @@
 """README's sample of what `make demo` prints, against what a short real `rag-eval run --days`
 prints: every line of the sample has the shape of a printed line (dates, numbers and names
-aside), and every verdict in it is worded as `evaluation.headline` words it."""
+aside), and every verdict in it is worded as `evaluation.headline` words it. The same run
+checks that the planner pooled the stored days' noise on a real instance."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from rag_eval_pipeline.evaluation.headline import KINDS, Headline
 from rag_eval_pipeline.reporting.day_lines import DAY_LINE
+from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 from rag_eval_pipeline_tests.conftest import rag_eval
 from rag_eval_pipeline_tests.flips import write_version
 
@@ -68,11 +70,17 @@ def test_readme_sample_is_what_a_real_run_prints(tmp_path: Path) -> None:
     data, home = tmp_path / "data", tmp_path / "home"
     for name in ("flips", "flops"):
         write_version(data / "datasets" / name, {"drop": set(range(6)), "swap": set(range(12))})
-    quiet_week = rag_eval(data, home, "run", "--days", "2", "--parallel", "2")
+    quiet_week = rag_eval(data, home, "run", "--days", "3", "--parallel", "2")
     write_version(data / "datasets" / "flips", {"drop": set(range(18)), "swap": set(range(3))})
     # one day: printed in full (a day line is printed by runs of several days, as above)
     staged_day = rag_eval(data, home, "run", "--days", "1")
     printed = quiet_week.splitlines() + staged_day.splitlines()
+    # the planner pooled the stored quiet day with today's (the first day has no baseline)
+    stored = WarehouseStore(str(data / "warehouse"))
+    today = stored.partition_dates(REGRESSIONS_ASSET, "flips")[-1]
+    rows = stored.read_partition(REGRESSIONS_ASSET, "flips", today)
+    planned = rows[rows["items_needed"].notna()]
+    assert len(planned) and planned["items_needed_basis"].str.endswith("pooled over 2 days").all()
     shown = [line for line in sample() if line.strip() != "..."]
     assert len(shown) >= 15, shown
     missing = {shape(line) for line in shown} - {shape(line) for line in printed}
