@@ -872,7 +872,8 @@ def changes_html(data: ReportData) -> str:
         parts.append(
             '<div class="items-needed"><h3>How many questions do I need?</h3>'
             "<p>For each primary metric, about how many questions a 10% drop needs to be "
-            f"flagged on its own, at today's noise and its share of the alert budget:</p>"
+            "flagged on its own, at the metric's noise pooled over the stored days (with a "
+            "floor) and its share of the alert budget:</p>"
             f"<ul>{items}</ul></div>"
         )
     skipped = skipped_tiers(data.scorecard, SYSTEM_TIERS)
