@@ -419,3 +419,30 @@ def test_small_values_axis_labels_are_never_clipped() -> None:
     assert numbers and any(len(t.text) >= 8 for t in numbers)  # e.g. 0.000058
     for tick in numbers:  # right-aligned at x: its longest possible width starts inside
         assert float(tick.get("x")) - TICK_CHAR_PX * len(tick.text) >= 0, tick.text
+
+
+def test_each_system_has_one_colour_across_every_chart(tmp_path: Path) -> None:
+    """Every SVG of the report (trend charts, the tier tables' sparklines of hit_rate@1, made
+    primary): the strokes drawn for a system are one colour, the one `series_colors` gives it."""
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    for index, date in enumerate((D1, D2, D3)):
+        card = scorecard("v1", index, date)
+        card.loc[card["metric"] == "hit_rate@1", "role"] = "primary"
+        write_parquet_atomically(card, store.scorecard_path("v1", date))
+    page = report(store)
+    drawn: dict[str, set[str]] = {}
+    kinds: dict[str, set[str]] = {}
+    for svg in re.findall(r"<svg .*?</svg>", page, re.S):
+        root = ET.fromstring(svg)
+        for line in root.iter(f"{SVG}polyline"):
+            system = (line.get("data-series") or "").split(" (")[0]
+            assert system, svg
+            drawn.setdefault(system, set()).add(line.get("stroke"))
+            kinds.setdefault(system, set()).add(root.get("class"))
+    assert {"dense", EVIL} <= set(drawn)
+    assert kinds["dense"] == {"chart", "spark"}  # both kinds of chart are compared
+    assert all(len(colors) == 1 for colors in drawn.values()), drawn
+    history = pd.concat([store.read_scorecard("v1", d) for d in (D1, D2, D3)], ignore_index=True)
+    expected = series_colors(history)
+    assert {s: c.pop() for s, c in drawn.items()} == {s: expected[s] for s in drawn}
+    assert len({expected["dense"], expected[EVIL]}) == 2

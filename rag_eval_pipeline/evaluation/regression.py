@@ -60,9 +60,14 @@
   their system after the model.
 
 `n_items` is the number of items behind today's value (paired items, else the scorecard's
-count: judgments, interactions); `items_needed`, for primary metrics with paired items, about
-how many items a 10% drop needs to be flagged alone at the row's bar, at today's discordance or
-spread (`metrics.sensitivity`); `items_to_detect`, for untestable rows, about how many paired
+count: judgments, interactions); `noise`, the day's noise in its paired differences, robust to a
+one-way change (`metrics.sensitivity.directional_noise`: the discordance rate of a 0/1 metric,
+the mean square difference of a continuous one); `items_needed`, for primary metrics with paired
+items, about how many items a 10% drop needs to be flagged alone at the row's bar, at the noise
+pooled over today and the stored days given as `history` (`metrics.sensitivity.pooled_noise`),
+at least `DISCORDANCE_FLOOR` (0/1) or a spread of `SPREAD_FLOOR` × |baseline| (continuous), so
+a quiet day and a regression day give about the same figure; `items_needed_basis` states that
+assumption; `items_to_detect`, for untestable rows, about how many paired
 items would detect today's change alone. Dataset statistics (tier `dataset`) and descriptive
 counts are not compared.
 
@@ -84,6 +89,8 @@ import pandas as pd
 
 from rag_eval_pipeline.evaluation.scorecard import MONITOR, PRIMARY, SECONDARY
 from rag_eval_pipeline.metrics.sensitivity import (
+    directional_noise,
+    pooled_noise,
     sign_flip_items_needed,
     sign_flip_min_shift,
     sign_test_items_needed,
@@ -191,6 +198,12 @@ TOO_FEW_ITEMS = "effect only: too few items to test"
 MONTE_CARLO_RESOLUTION = 10
 # The drop `items_needed` is stated for: a 10% relative drop.
 ITEMS_NEEDED_DROP = 0.1
+# The planner's noise floors: a 0/1 metric is assumed to flip on at least 2% of its items from
+# day to day, a continuous one to move by a root mean square of at least 10% of its baseline.
+DISCORDANCE_FLOOR = 0.02
+SPREAD_FLOOR = 0.1
+# How many stored days before today the planner's noise is pooled over.
+NOISE_DAYS = 7
 EFFECT_ONLY = "effect rule only (no per-item scores)"
 SIGN_TEST = "exact sign test (McNemar)"
 RANDOMIZATION_TEST = "paired sign-flip test"
@@ -242,7 +255,9 @@ METRIC_REGRESSION_COLUMNS = [
     "q_value",
     "bar",
     "detectable_change",
+    "noise",
     "items_needed",
+    "items_needed_basis",
     "items_to_detect",
     "verdict",
     "reason",
@@ -564,9 +579,14 @@ def _resolve_monte_carlo(
 
 
 def compare_partitions(
-    current: PartitionScores, baseline: PartitionScores | None, rule: RegressionRule
+    current: PartitionScores,
+    baseline: PartitionScores | None,
+    rule: RegressionRule,
+    history: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One verdict row per quality metric of `current` or `baseline` (see the module doc)."""
+    """One verdict row per quality metric of `current` or `baseline` (see the module doc);
+    `history`: earlier verdict rows of the version (`tier`, `system`, `metric`, `n_paired`,
+    `noise`) whose noise the planner pools with today's."""
     base_card = baseline.scorecard if baseline is not None else current.scorecard.iloc[0:0]
     rows = _frame_values(current.scorecard, "_c").merge(
         _frame_values(base_card, "_b"), on=KEY, how="outer"
@@ -669,16 +689,19 @@ def compare_partitions(
     )
     n_worse = np.array([t.n_worse if t else 0 for t in tests])
     n_better = np.array([t.n_better if t else 0 for t in tests])
+    noise = np.array([directional_noise(t) if t is not None else np.nan for t in tested])
+    earlier = _noise_history(rows, history)
     detectable, needed = np.full(n, np.nan), np.full(n, np.nan)
+    basis = np.full(n, "", dtype=object)
     for i in np.flatnonzero(comparable & (base != 0)):
         name = tests[i].name if tests[i] else EFFECT_ONLY
         detectable[i] = _detectable_change(
             name, tested[i], int(n_better[i]), bars[i], allowed[i], int(resamples[i])
         ) / abs(base[i])
-        if primary[i] and tested[i] is not None:
-            needed[i] = _items_needed(
-                name, tested[i], int(n_better[i]), base[i], bars[i], int(resamples[i])
-            )
+        if primary[i] and tested[i] is not None and name in (SIGN_TEST, RANDOMIZATION_TEST):
+            days = [*earlier.get(tuple(rows[KEY].iloc[i]), [])]
+            days.append((noise[i], counts[i, 0]))
+            needed[i], basis[i] = _items_needed(name, days, base[i], bars[i], int(resamples[i]))
     to_detect = np.full(n, np.nan)
     for i in np.flatnonzero(comparable):
         name = tests[i].name if tests[i] else EFFECT_ONLY
@@ -743,7 +766,9 @@ def compare_partitions(
             "q_value": q_value,
             "bar": np.where(comparable & has_test, bars, np.nan),
             "detectable_change": detectable,
+            "noise": noise,
             "items_needed": needed,
+            "items_needed_basis": basis,
             "items_to_detect": to_detect,
             "verdict": verdict,
             "reason": reason,
@@ -756,24 +781,41 @@ def compare_partitions(
     return order[METRIC_REGRESSION_COLUMNS].reset_index(drop=True)
 
 
+def _noise_history(
+    rows: pd.DataFrame, history: pd.DataFrame | None
+) -> dict[tuple[str, str, str], list[tuple[float, float]]]:
+    """Per key of `rows`: the (noise, n_paired) of each earlier verdict row in `history`."""
+    if history is None or history.empty or "noise" not in history.columns:
+        return {}
+    kept = history.merge(rows[KEY].drop_duplicates(), on=KEY)
+    return {
+        key: list(zip(g["noise"].astype(float), g["n_paired"].astype(float), strict=True))
+        for key, g in kept.groupby(KEY, sort=False)
+    }
+
+
 def _items_needed(
-    test: str,
-    worsening: np.ndarray,
-    n_better: int,
-    base: float,
-    bar: float,
-    n_resamples: int,
-) -> float:
+    test: str, days: list[tuple[float, float]], base: float, bar: float, n_resamples: int
+) -> tuple[float, str]:
     """About how many paired items a 10% drop (`ITEMS_NEEDED_DROP`) of this metric needs to be
-    flagged alone at `bar`, at today's discordance (0/1) or spread (continuous); NaN for
-    unpaired tests, whose power this does not model."""
-    size = max(1, worsening.size)
+    flagged alone at `bar`, and the assumption in words: the noise of `days` ((noise,
+    n_paired) of each day) pooled (`metrics.sensitivity.pooled_noise`) with the floor of the
+    test's kind; the sign test's items moving back are half the pooled discordance, the
+    sign-flip test's spread its square root."""
+    counted = sum(1 for m, k in days if math.isfinite(m) and k > 0)
+    span = f"over {counted} day{'s' if counted != 1 else ''}"
+    noise, weights = [m for m, _ in days], [k for _, k in days]
     if test == SIGN_TEST:
-        return sign_test_items_needed(abs(base), n_better / size, ITEMS_NEEDED_DROP, bar)
-    if test == RANDOMIZATION_TEST:
-        spread = float(np.sqrt(np.mean((worsening - worsening.mean()) ** 2)))
-        return sign_flip_items_needed(spread, ITEMS_NEEDED_DROP * abs(base), bar, n_resamples)
-    return math.nan
+        m2 = pooled_noise(noise, weights, DISCORDANCE_FLOOR)
+        floored = " (the floor)" if m2 == DISCORDANCE_FLOOR else ""
+        needed = sign_test_items_needed(abs(base), m2 / 2, ITEMS_NEEDED_DROP, bar)
+        return needed, f"assuming a discordance of {m2:.1%}{floored}, pooled {span}"
+    floor = (SPREAD_FLOOR * base) ** 2
+    m2 = pooled_noise(noise, weights, floor)
+    floored = f" (the floor, {SPREAD_FLOOR:.0%} of the baseline)" if m2 == floor else ""
+    spread = math.sqrt(m2)
+    needed = sign_flip_items_needed(spread, ITEMS_NEEDED_DROP * abs(base), bar, n_resamples)
+    return needed, f"assuming a per-item spread of {spread:.3g}{floored}, pooled {span}"
 
 
 def _items_to_detect(

@@ -21,6 +21,11 @@ p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α
   not change add nothing to the sign-flip statistic, so a change confined to k items has
   p ≥ 2⁻ᵏ and, however large, is never flagged when 2⁻ᵏ ≥ bar (the same item count as
   :func:`sign_test_min_worse` with nothing moving back).
+
+The planner ("about N items to catch a 10% drop") needs the noise of a quiet day, not of
+today: :func:`directional_noise` estimates a day's noise from the side of its paired
+differences that a one-way change leaves alone, and :func:`pooled_noise` pools it over the
+stored days of a metric, with a floor for the metric's kind.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from rag_eval_pipeline.metrics.stats import sign_flip_p_floor, sign_test
 EXACT_SCAN = 1024
 
 __all__ = [
+    "directional_noise",
+    "pooled_noise",
     "sign_flip_items_needed",
     "sign_flip_min_shift",
     "sign_test_items_needed",
@@ -144,3 +151,37 @@ def sign_flip_items_needed(spread: float, shift: float, bar: float, n_resamples:
         math.floor(z * z + (z * spread / shift) ** 2) + 1, math.floor(math.log2(1.0 / bar)) + 1
     )
     return math.inf if sign_flip_p_floor(needed, n_resamples) >= bar else float(needed)
+
+
+def directional_noise(differences: ArrayLike) -> float:
+    """A day's noise in its paired differences, robust to a change in one direction:
+    ``m₂ = 2 · min(Σ d₊², Σ d₋²) / n`` (``d₊``: the positive differences, ``d₋``: the negative
+    ones), NaN without items.
+
+    Noise moves items both ways alike, so each side holds half of its second moment; a drop
+    (or a recovery) adds to one side only, and the smaller side is the noise's. For 0/1 metrics
+    (differences in {−1, 0, 1}) this is the discordance rate of a quiet day,
+    ``2 · min(worse, better) / n``; for continuous metrics the mean square of the differences
+    (``√m₂`` is the spread the sign-flip test's power is computed from).
+    """
+    d = np.asarray(differences, dtype=np.float64)
+    if d.ndim != 1 or not np.isfinite(d).all():
+        raise ValueError("differences must be a 1-D array of finite values")
+    if d.size == 0:
+        return math.nan
+    up, down = float(np.sum(d[d > 0] ** 2)), float(np.sum(d[d < 0] ** 2))
+    return 2.0 * min(up, down) / d.size
+
+
+def pooled_noise(noise: ArrayLike, n_items: ArrayLike, floor: float) -> float:
+    """The noise of several days pooled by their items, at least `floor`:
+    ``max(floor, Σ nᵢ · m₂ᵢ / Σ nᵢ)`` over the days with a finite `noise` (their
+    :func:`directional_noise`) and ``nᵢ > 0`` paired items; `floor` alone without such a day."""
+    m = np.asarray(noise, dtype=np.float64)
+    n = np.asarray(n_items, dtype=np.float64)
+    if m.shape != n.shape:
+        raise ValueError(f"noise and n_items differ in shape: {m.shape} vs {n.shape}")
+    ok = np.isfinite(m) & np.isfinite(n) & (n > 0)
+    if not ok.any():
+        return float(floor)
+    return max(float(floor), float(np.sum(n[ok] * m[ok]) / np.sum(n[ok])))

@@ -141,8 +141,8 @@ def alert_line(row: Any, escape: Callable[[object], str] = str) -> str:
 
 
 def items_needed_lines(verdicts: pd.DataFrame) -> list[str]:
-    """ "To catch a 10% drop of <metric> (<system>): ≈ N questions; you have n" for every primary
-    metric with an estimate."""
+    """ "To catch a 10% drop of <metric> (<system>): ≈ N questions, assuming <the pooled noise>;
+    you have n" for every primary metric with an estimate."""
     if "items_needed" not in verdicts.columns:
         return []
     rows = verdicts[verdicts["items_needed"].notna() & (verdicts["role"] == "primary")]
@@ -154,6 +154,7 @@ def items_needed_lines(verdicts: pd.DataFrame) -> list[str]:
             if np.isfinite(r.items_needed)
             else "no number of questions (too noisy)"
         )
+        + (f", {r.items_needed_basis}" if getattr(r, "items_needed_basis", "") else "")
         + f"; you have {int(r.n_paired)}"
         for r in rows.itertuples()
     ]

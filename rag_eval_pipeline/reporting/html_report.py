@@ -872,7 +872,8 @@ def changes_html(data: ReportData) -> str:
         parts.append(
             '<div class="items-needed"><h3>How many questions do I need?</h3>'
             "<p>For each primary metric, about how many questions a 10% drop needs to be "
-            f"flagged on its own, at today's noise and its share of the alert budget:</p>"
+            "flagged on its own, at the metric's noise pooled over the stored days (with a "
+            "floor) and its share of the alert budget:</p>"
             f"<ul>{items}</ul></div>"
         )
     skipped = skipped_tiers(data.scorecard, SYSTEM_TIERS)
@@ -917,8 +918,15 @@ def week_html(data: ReportData) -> str:
 # --------------------------------------------------------------------------- tiers
 
 
-def sparkline_svg(values: Sequence[float], marked: Sequence[bool], label: str) -> str:
-    """A 96×22 inline SVG line of `values` (oldest first), red dots where `marked`."""
+def sparkline_svg(
+    values: Sequence[float],
+    marked: Sequence[bool],
+    label: str,
+    color: str = PALETTE[0],
+    series: str = "",
+) -> str:
+    """A 96×22 inline SVG line of `values` (oldest first) in `color` (the system `series`'s
+    colour in every chart, `series_colors`), red dots where `marked`."""
     width, height, pad = 96, 22, 3
     finite = [v for v in values if math.isfinite(v)]
     if len(finite) < 2:
@@ -942,7 +950,8 @@ def sparkline_svg(values: Sequence[float], marked: Sequence[bool], label: str) -
         f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="{html_text(label)}"><title>{html_text(label)}</title>'
-        f'<polyline points="{line}" fill="none" stroke="#4e79a7" stroke-width="1.6"/>{dots}</svg>'
+        f'<polyline data-series="{html_text(series)}" points="{line}" fill="none" '
+        f'stroke="{color}" stroke-width="1.6"/>{dots}</svg>'
     )
 
 
@@ -954,13 +963,15 @@ def _sparklines(data: ReportData) -> dict[tuple[str, str, str], str]:
     history = history[history["role"] == PRIMARY]
     dates = sorted(set(data.history["date"]))
     marks = regression_marks(data)
+    colors = series_colors(data.history)
     lines = {}
     for (tier, system, metric), group in history.groupby(["tier", "system", "metric"]):
         by_date = dict(zip(group["date"], group["value"].astype(float), strict=True))
         values = [by_date.get(day, math.nan) for day in dates]
         marked = [(day, tier, system, metric) in marks for day in dates]
         label = f"{metric} of {system}, {dates[0]} to {dates[-1]}"
-        lines[(tier, system, metric)] = sparkline_svg(values, marked, label)
+        color = colors.get(str(system), PALETTE[0])
+        lines[(tier, system, metric)] = sparkline_svg(values, marked, label, color, str(system))
     return lines
 
 
@@ -1087,9 +1098,10 @@ def trend_series(
 
 
 def series_colors(history: pd.DataFrame) -> dict[str, str]:
-    """System → its colour in every trend chart. Systems drawn in the same chart (the same
-    metric) get different colours while the palette lasts: greedy, in name order, each takes
-    the first colour none of its chart-mates has (the first one when all are taken)."""
+    """System → its colour in every chart (trend charts and sparklines). Systems drawn in the
+    same chart (the same metric) get different colours while the palette lasts: greedy, in name
+    order, each takes the first colour none of its chart-mates has (the first one when all are
+    taken)."""
     charts = [set(g.astype(str)) for _, g in history.groupby("metric")["system"]]
     colors: dict[str, str] = {}
     for system in sorted(set(history["system"].astype(str))):

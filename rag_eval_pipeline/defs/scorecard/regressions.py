@@ -45,6 +45,7 @@ from rag_eval_pipeline.evaluation.model_bridge import (
 from rag_eval_pipeline.evaluation.regression import (
     CHANGE_COLUMNS,
     IDENTITY_ROLES,
+    NOISE_DAYS,
     VERDICTS,
     PartitionScores,
     RegressionRule,
@@ -108,6 +109,15 @@ def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[
     if stored is None or stored.empty:
         return {}
     return {role: stored[role].iloc[0] for role in IDENTITY_ROLES if role in stored.columns}
+
+
+def noise_history(store: WarehouseStore, version: str, date: str) -> pd.DataFrame:
+    """The stored verdict rows of `version`'s last `NOISE_DAYS` dates before `date` (their
+    `noise` and `n_paired`), which the planner pools with today's noise."""
+    dates = [d for d in store.partition_dates(REGRESSIONS_ASSET, version) if d < date]
+    frames = [store.read_partition(REGRESSIONS_ASSET, version, d) for d in dates[-NOISE_DAYS:]]
+    kept = [f for f in frames if f is not None and "noise" in f.columns]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 @asset(
@@ -228,7 +238,7 @@ def metric_regressions(
         thresholds.untested_tolerance,
         thresholds.coverage_tolerance,
     )
-    verdicts = compare_partitions(current, previous, rule)
+    verdicts = compare_partitions(current, previous, rule, noise_history(store, version, day))
     verdicts["where"] = where_to_look(verdicts, item_sources(today_tables), asset_groups())
     if changes:
         verdicts["reason"] = bridge_reasons(verdicts, bridge, changes)
