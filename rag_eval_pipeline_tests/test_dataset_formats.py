@@ -143,7 +143,10 @@ def test_ideal_context_and_real_users_follow_the_relevance_level(tmp_path: Path)
     ("manifest", "expected"),
     [
         ("relevance_level: 0\n", "line 1, column 'relevance_level': must be an integer >= 1"),
-        ("split: test\nrelevance: 2\n", "line 2: unknown setting 'relevance'"),
+        (
+            "split: test\nrelevance: 2\n",
+            "line 2: relevance = 2: unknown key; did you mean 'relevance_level'?",
+        ),
         ("system: magic\n", "must be one of reference, callable, logged, http, got 'magic'"),
         ("split: ../etc\n", "got '../etc'"),
         ("- 1\n", "must be a mapping"),

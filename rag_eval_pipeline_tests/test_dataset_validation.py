@@ -8,6 +8,7 @@ import pytest
 
 from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
+from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.validity import scan_versions
 from rag_eval_pipeline.datasets.versions import validate_version_name, version_dir
 
@@ -305,3 +306,17 @@ def test_trec_runs_read_the_same_whatever_the_whitespace(version: Path, run_text
     assert runs[["query_id", "doc_id"]].values.tolist() == [["q1", "d1"], ["q2", 'd"2']]
     assert runs["score"].tolist() == [2.5, 1.5]
     assert runs["rank"].tolist() == [1, 1]
+
+
+def test_dataset_yaml_is_a_model_refusing_unknown_keys_with_their_line(tmp_path: Path) -> None:
+    (tmp_path / "dataset.yaml").write_text("split: dev\nrelevence: 2\nrelevance_level: 0\n")
+    manifest, issues = read_manifest(tmp_path)
+    assert manifest == DatasetManifest()
+    assert sorted(str(issue) for issue in issues) == [
+        "dataset.yaml, line 2: relevence = 2: unknown key; did you mean 'relevance_level'?",
+        "dataset.yaml, line 3, column 'relevance_level': must be an integer >= 1 (trec_eval -l), "
+        "got 0",
+    ]
+    schema = DatasetManifest.model_json_schema()
+    assert schema["additionalProperties"] is False
+    assert schema["properties"]["staged_change_days_ago"]["anyOf"][0]["maximum"] == 365

@@ -14,8 +14,8 @@ from rag_eval_pipeline.embedding.sentences import word_tokens
 from rag_eval_pipeline.judges.heuristics import error_row, rubric_row
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.judges.parsing import parse_score
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import reply_reason, rubric
+from rag_eval_pipeline.judges.prompts import format_instructions
+from rag_eval_pipeline.judges.replies import LikertReply, reply_reason, rubric
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import PromptTemplate
 
@@ -25,7 +25,7 @@ BREVITY = PromptTemplate(
     name="answer_brevity",
     system=(
         "Rate from 1 to 5 how briefly the answer answers the question (5: no word too many).\n"
-        'Schema: {"score": <integer from 1 to 5>, "reason": "<one sentence>"}\n' + JSON_ONLY
+        + format_instructions(LikertReply)
     ),
     user="<question>\n$question\n</question>\n\n<answer>\n$answer\n</answer>",
 )

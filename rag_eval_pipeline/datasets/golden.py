@@ -184,7 +184,7 @@ def load_dataset(
         table_format, path = evaluation[0]
         tables, validators = _evaluation_table(folder, table_format, path, issues, limits)
         if manifest.system is None:
-            manifest = replace(manifest, system="logged")
+            manifest = manifest.model_copy(update={"system": "logged"})
     else:
         for name in REQUIRED_TABLES:
             if _table_path(folder, name, manifest) is None:

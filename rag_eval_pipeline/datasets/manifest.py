@@ -22,26 +22,27 @@ out of range are errors naming the key and its line, like any other dataset tabl
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pandas as pd
 import yaml
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic_core import ErrorDetails
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
 from rag_eval_pipeline.datasets.http_config import http_config_problems
 from rag_eval_pipeline.datasets.versions import escapes_folder
+from rag_eval_pipeline.storage.config_files import ConfigModel, dotted, problem_text, shown
 from rag_eval_pipeline.storage.yaml_files import load_yaml_text
 
 MANIFEST_FILE = "dataset.yaml"
 MAX_MANIFEST_BYTES = 64 * 1024
 SYSTEM_KINDS = ("reference", "callable", "logged", "http")
-_SPLIT_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_LANGUAGE_PATTERN = re.compile(r"[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*")
+_SPLIT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_LANGUAGE_PATTERN = r"^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$"
 
 
 def utc_today() -> str:
@@ -49,23 +50,40 @@ def utc_today() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%d")
 
 
-@dataclass(frozen=True)
-class DatasetManifest:
-    """The settings of one dataset version (defaults when `dataset.yaml` is absent)."""
+def _setting(description: str, **constraints: Any) -> Any:
+    """A manifest field: `description` completes its error message (`must be <description>`)."""
+    return Field(description=description, **constraints)
 
-    relevance_level: int = 1
-    split: str = "test"
-    language: str | None = None
-    system: str | None = None
-    traffic_replay: bool = False
-    traffic_every_day: bool = True
-    staged_change_days_ago: int | None = None
-    staged_change_drop: float | None = None
-    http: Mapping[str, Any] | None = None
+
+class DatasetManifest(ConfigModel):
+    """The settings of one dataset version (defaults when `dataset.yaml` is absent); a value
+    breaking its field's type or bounds is reported as `must be <the field's description>`."""
+
+    relevance_level: StrictInt = _setting("an integer >= 1 (trec_eval -l)", default=1, ge=1)
+    split: StrictStr = _setting(
+        "a split name such as test, dev or train", default="test", pattern=_SPLIT_PATTERN
+    )
+    language: StrictStr | None = _setting(
+        "a language code such as en or pt-BR", default=None, pattern=_LANGUAGE_PATTERN
+    )
+    system: Literal[SYSTEM_KINDS] | None = _setting(  # type: ignore[valid-type]
+        f"one of {', '.join(SYSTEM_KINDS)}", default=None
+    )
+    traffic_replay: StrictBool = _setting("true or false", default=False)
+    traffic_every_day: StrictBool = _setting("true or false", default=True)
+    staged_change_days_ago: StrictInt | None = _setting(
+        "a number of days from 1 to 365", default=None, ge=1, le=365
+    )
+    staged_change_drop: Annotated[float, Field(strict=True, gt=0, le=1)] | None = _setting(
+        "a fraction of questions in (0, 1]", default=None
+    )
+    http: dict[str, Any] | None = _setting(
+        "a mapping of the http system's settings (docs/http-system.md)", default=None
+    )
 
     def to_frame(self) -> pd.DataFrame:
         """One row, stored with the version's tables by the `golden_dataset` asset."""
-        row = {**asdict(self), "http": None if self.http is None else json.dumps(self.http)}
+        row = {**self.model_dump(), "http": None if self.http is None else json.dumps(self.http)}
         return pd.DataFrame([row]).astype(
             {
                 "relevance_level": "int64",
@@ -86,7 +104,7 @@ class DatasetManifest:
         if frame is None or frame.empty:
             return cls()
         row = frame.iloc[0]
-        known = {f.name for f in fields(cls)}
+        known = set(cls.model_fields)
         values = {k: (None if pd.isna(v) else v) for k, v in row.items() if k in known}
         days_ago = values.get("staged_change_days_ago")
         drop = values.get("staged_change_drop")
@@ -130,31 +148,6 @@ def _node_key_lines(node: yaml.Node | None, prefix: str) -> dict[str, int]:
     return lines
 
 
-def _check(key: str, value: object) -> str | None:
-    """The problem with `value` for `key`, or None."""
-    if key == "relevance_level":
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return f"must be an integer >= 1 (trec_eval -l), got {value!r}"
-    elif key == "split":
-        if not isinstance(value, str) or not _SPLIT_PATTERN.fullmatch(value):
-            return f"must be a split name such as test, dev or train, got {value!r}"
-    elif key == "language":
-        if not isinstance(value, str) or not _LANGUAGE_PATTERN.fullmatch(value):
-            return f"must be a language code such as en or pt-BR, got {value!r}"
-    elif key == "system" and value not in SYSTEM_KINDS:
-        return f"must be one of {', '.join(SYSTEM_KINDS)}, got {value!r}"
-    elif key in ("traffic_replay", "traffic_every_day") and not isinstance(value, bool):
-        return f"must be true or false, got {value!r}"
-    elif key == "staged_change_days_ago":
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 365:
-            return f"must be a number of days from 1 to 365, got {value!r}"
-    elif key == "staged_change_drop" and (
-        isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1
-    ):
-        return f"must be a fraction of questions in (0, 1], got {value!r}"
-    return None
-
-
 def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]:
     """The manifest of the version in `folder`, and every problem found in it."""
     path = Path(folder) / MANIFEST_FILE
@@ -184,21 +177,28 @@ def read_manifest(folder: Path) -> tuple[DatasetManifest, list[ValidationIssue]]
         return DatasetManifest(), [
             ValidationIssue(MANIFEST_FILE, "must be a mapping of settings (key: value)")
         ]
-    known = {f.name for f in fields(DatasetManifest)}
-    issues: list[ValidationIssue] = []
-    for key, value in data.items():
-        name = str(key)
-        line = lines.get(name)
-        if name not in known:
-            message = f"unknown setting {name!r} (known: {', '.join(sorted(known))})"
-            issues.append(ValidationIssue(MANIFEST_FILE, message, line=line))
-        elif name == "http":
-            issues += [
-                ValidationIssue(MANIFEST_FILE, problem, column=key, line=lines.get(key, line))
-                for key, problem in http_config_problems(value)
-            ]
-        elif (problem := _check(name, value)) is not None:
-            issues.append(ValidationIssue(MANIFEST_FILE, problem, column=name, line=line))
-    if issues:
-        return DatasetManifest(), issues
-    return DatasetManifest(**{str(k): v for k, v in data.items()}), []
+    try:
+        manifest = DatasetManifest.model_validate(data)
+    except ValidationError as error:
+        return DatasetManifest(), [_issue(problem, lines) for problem in error.errors()]
+    http_issues = [
+        ValidationIssue(MANIFEST_FILE, problem, column=key, line=lines.get(key, lines.get("http")))
+        for key, problem in (
+            http_config_problems(manifest.http) if manifest.http is not None else []
+        )
+    ]
+    return (DatasetManifest(), http_issues) if http_issues else (manifest, [])
+
+
+def _issue(problem: ErrorDetails, lines: Mapping[str, int]) -> ValidationIssue:
+    """One problem of `dataset.yaml` as an issue naming its key and line: an unknown key by the
+    configuration files' rule (`storage.config_files.describe`), a bad value as `must be <the
+    field's description>, got <value>`."""
+    key = dotted(tuple(problem["loc"]))
+    line = lines.get(key)
+    if problem["type"] == "extra_forbidden":
+        return ValidationIssue(MANIFEST_FILE, problem_text(DatasetManifest, problem), line=line)
+    name = str(problem["loc"][0])
+    expected = DatasetManifest.model_fields[name].description
+    got = shown(problem.get("input"))
+    return ValidationIssue(MANIFEST_FILE, f"must be {expected}, got {got}", column=name, line=line)

@@ -2,7 +2,8 @@
 
 `check_configuration` reads the configured files (`config/thresholds.yaml`,
 `config/composite.yaml`, `config/criteria.yaml`, or the files their environment variables name,
-and `config/variants.yaml`) by the rules the assets apply, so `rag-eval validate` and
+and `config/variants.yaml`) by the rules the assets apply (a dataset version's own
+`dataset.yaml` is checked with its tables, `rag-eval validate PATH`), so `rag-eval validate` and
 `rag-eval run` refuse a misspelt key before any step runs. `write_schemas` writes each file's
 JSON Schema into `docs/schemas/` (`python -m rag_eval_pipeline.evaluation.config_schemas`);
 editors with a YAML language server check a file against it while it is typed
@@ -15,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.evaluation.comparison import VariantsFile, load_plan
 from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE, CompositeFile, load_weights
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, ThresholdsFile
@@ -28,6 +30,7 @@ MODELS: dict[str, type[ConfigModel]] = {
     "composite.yaml": CompositeFile,
     "criteria.yaml": CriteriaFile,
     "variants.yaml": VariantsFile,
+    "dataset.yaml": DatasetManifest,
 }
 VARIANTS_FILE = PROJECT_ROOT / "config" / "variants.yaml"
 

@@ -31,19 +31,18 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
 from rag_eval_pipeline.judges.metrics import BUILT_IN
 from rag_eval_pipeline.judges.parsing import parse_json_object, parse_score
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.prompts import format_instructions
 from rag_eval_pipeline.judges.replies import (
     Interpretation,
     LikertReply,
     YesNoReply,
-    as_bool,
+    read,
     reply_reason,
 )
-from rag_eval_pipeline.judges.replies import field as reply_field
 from rag_eval_pipeline.judges.spec import JudgedMetric
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.settings import PROJECT_ROOT
@@ -87,25 +86,26 @@ class Criterion:
     bands: Mapping[str, Any] = field(default_factory=dict)
 
     @property
+    def reply(self) -> type[BaseModel]:
+        """The model of the reply its prompt asks for: a yes/no verdict or a 1–5 score."""
+        return YesNoReply if self.scale == "yes/no" else LikertReply
+
+    @property
     def template(self) -> PromptTemplate:
         """The judge prompt: criterion, steps, scale and schema; one tagged field per input."""
         steps = "".join(f"{i}. {step}\n" for i, step in enumerate(self.steps, 1))
         if self.scale == "yes/no":
-            scale = (
-                "Decide whether the answer meets the criterion.\n"
-                'Schema: {"verdict": "yes" or "no", "reason": "<one sentence>"}\n'
-            )
+            scale = "Decide whether the answer meets the criterion.\n"
         else:
             scale = (
                 "Score from 1 to 5: 5 = fully meets the criterion, 3 = partly, 1 = not at all.\n"
-                'Schema: {"score": <integer from 1 to 5>, "reason": "<one sentence>"}\n'
             )
         system = (
             f"You evaluate an answer against one criterion, {self.name}.\n"
             f"Criterion: {self.criterion}\n"
             + (f"Evaluation steps:\n{steps}" if steps else "")
             + scale
-            + JSON_ONLY
+            + format_instructions(self.reply)
         )
         user = "\n\n".join(f"<{_TAGS[i]}>\n${i}\n</{_TAGS[i]}>" for i in _TAGS if i in self.inputs)
         return PromptTemplate(name=self.name, system=system.replace("$", "$$"), user=user)
@@ -129,11 +129,11 @@ class Criterion:
 
     def interpret(self, payload: dict[str, Any]) -> Interpretation:
         """The parsed reply → (score, None, {"reason"}); a yes/no verdict is 1 or 0."""
-        reason = payload.get("reason")
-        details = {"reason": None if reason is None else str(reason)}
         if self.scale == "yes/no":
-            return float(as_bool(reply_field(payload, "verdict"), "verdict")), None, details
-        return payload["score"], None, details
+            reply = read(YesNoReply, payload)
+            return float(reply.verdict == "yes"), None, {"reason": reply.reason}
+        reason = payload.get("reason")
+        return payload["score"], None, {"reason": None if reason is None else str(reason)}
 
     def interpret_reply(self, payload: dict[str, Any], _: Any = None) -> Interpretation:
         """`interpret` in the form `JudgedMetric.interpret` takes."""
@@ -153,7 +153,7 @@ class Criterion:
             interpret=self.interpret_reply,
             tiers=self.tiers,
             role=self.role,
-            reply=YesNoReply if self.scale == "yes/no" else LikertReply,
+            reply=self.reply,
         )
 
     def rule(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from rag_eval_pipeline.text.shown import MAX_SHOWN_CHARS, shown_value
 
@@ -63,19 +64,24 @@ def describe(model: type[BaseModel], error: ValidationError, path: Path | str) -
     problems = error.errors(include_url=False)
     # a misspelt key is also a missing one: name the misspelling
     problem = min(problems, key=lambda p: p["type"] != "extra_forbidden")
+    return f"{path}: {problem_text(model, problem)}"
+
+
+def problem_text(model: type[BaseModel], problem: ErrorDetails) -> str:
+    """One problem of a validation by `model` as `<key>: <problem>` (`<key> = <value>: ...`)."""
     location = tuple(problem["loc"])
     key = dotted(location) or "top level"
     if problem["type"] == "extra_forbidden":
         known = field_names(model, location[:-1])
         close = difflib.get_close_matches(str(location[-1]), known, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-        return f"{path}: {key} = {_shown(problem.get('input'))}: unknown key; {hint}"
+        return f"{key} = {shown(problem.get('input'))}: unknown key; {hint}"
     message = str(problem["msg"]).removeprefix("Value error, ")
     if problem["type"] == "missing":
-        return f"{path}: {key}: missing (required)"
+        return f"{key}: missing (required)"
     if problem["type"] == "value_error":
-        return f"{path}: {key}: {message}"
-    return f"{path}: {key} = {_shown(problem.get('input'))}: {message}"
+        return f"{key}: {message}"
+    return f"{key} = {shown(problem.get('input'))}: {message}"
 
 
 def dotted(location: tuple[Any, ...]) -> str:
@@ -126,7 +132,7 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A value as a message echoes it: a string by the `shown_value` rule, anything else by its
     `repr`, capped alike (its first `MAX_SHOWN_CHARS` characters, then its length)."""
     if isinstance(value, str):

@@ -15,15 +15,15 @@ similarity = clip(cos(E(a), E(g)), 0, 1), weights (0.75, 0.25) by default
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.embedding.sentences import Sentences, embed_sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import dumps, error_row, unless
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, attempt, list_field
+from rag_eval_pipeline.judges.prompts import format_instructions
+from rag_eval_pipeline.judges.replies import Interpretation, attempt, read
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 from rag_eval_pipeline.metrics.ragas import (
@@ -48,6 +48,17 @@ DETAIL_COLUMNS: dict[str, str] = {
     "semantic_similarity": "float64",
 }
 
+Statement = Annotated[str, Field(description="statement")]
+
+
+class Reply(BaseModel):
+    """The reply `ANSWER_CORRECTNESS` asks for: the statements of each class."""
+
+    tp: list[Statement] = Field(alias="TP")
+    fp: list[Statement] = Field(alias="FP")
+    fn: list[Statement] = Field(alias="FN")
+
+
 ANSWER_CORRECTNESS = PromptTemplate(
     name="answer_correctness",
     system=(
@@ -57,18 +68,10 @@ ANSWER_CORRECTNESS = PromptTemplate(
         "FP: statements of the answer that the ground truth does not support;\n"
         "FN: statements of the ground truth that the answer misses.\n"
         "Every answer statement goes to TP or FP, every missed ground-truth statement to FN.\n"
-        'Schema: {"TP": ["<statement>", ...], "FP": [...], "FN": [...]}\n' + JSON_ONLY
+        + format_instructions(Reply)
     ),
     user="<ground_truth>\n$ground_truth\n</ground_truth>\n\n<answer>\n$answer\n</answer>",
 )
-
-
-class Reply(BaseModel):
-    """The reply `ANSWER_CORRECTNESS` asks for: the statements of each class."""
-
-    tp: list[str] = Field(alias="TP")
-    fp: list[str] = Field(alias="FP")
-    fn: list[str] = Field(alias="FN")
 
 
 def answer_correctness_prompt(answer: str, ground_truth: str) -> Messages:
@@ -91,9 +94,8 @@ def interpret(
     payload: dict[str, Any], similarity: float, weights: tuple[float, float]
 ) -> Interpretation:
     """The reply's TP / FP / FN statements → answer correctness."""
-    return scored(
-        [len(list_field(payload, key)) for key in ("TP", "FP", "FN")], similarity, weights
-    )
+    reply = read(Reply, payload)
+    return scored([len(reply.tp), len(reply.fp), len(reply.fn)], similarity, weights)
 
 
 def heuristic_row(

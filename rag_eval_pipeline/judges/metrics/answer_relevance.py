@@ -21,7 +21,7 @@ from rag_eval_pipeline.judges.heuristics import (
     rubric_row,
     unless,
 )
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.prompts import format_instructions
 from rag_eval_pipeline.judges.replies import RubricReply, parse_rubric, rubric
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
@@ -42,7 +42,7 @@ ANSWER_RELEVANCE = PromptTemplate(
         "0.7 = addresses the question but is incomplete or padded with unrelated content;\n"
         "0.3 = only touches the topic of the question;\n"
         "0.0 = off-topic, evasive or a refusal such as 'I don't know'.\n"
-        'Schema: {"score": <number between 0 and 1>, "reason": "<one sentence>"}\n' + JSON_ONLY
+        + format_instructions(RubricReply)
     ),
     user="<question>\n$question\n</question>\n\n<answer>\n$answer\n</answer>",
 )

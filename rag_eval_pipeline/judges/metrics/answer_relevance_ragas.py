@@ -13,20 +13,20 @@ noncommittal answer (`metrics.ragas.ragas_answer_relevance`, the RAGAS formula).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.embedding.sentences import Sentences, embed_sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import dumps, error_row, is_noncommittal, rounded, unless
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.prompts import format_instructions
 from rag_eval_pipeline.judges.replies import (
     Interpretation,
     InvalidReplyError,
-    as_bool,
+    Text,
     attempt,
-    list_field,
+    read,
 )
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
@@ -40,24 +40,26 @@ NAME = "answer_relevance_ragas"
 SCORECARD_NAME = "avg_answer_relevance_ragas"
 DETAIL_COLUMNS: dict[str, str] = {"n_questions": "Int64", "noncommittal": "boolean"}
 
+
+class Reply(BaseModel):
+    """The reply `ANSWER_RELEVANCE_RAGAS` asks for."""
+
+    questions: list[Annotated[Text, Field(description="question")]]
+    noncommittal: bool = Field(
+        default=False, description="whether the answer is evasive, vague or a refusal"
+    )
+
+
 ANSWER_RELEVANCE_RAGAS = PromptTemplate(
     name="answer_relevance_ragas",
     system=(
         "Given an answer, write $n different questions that this answer answers, each one "
         "standalone and in the language of the answer.\n"
         "Also say whether the answer is noncommittal: evasive, vague or a refusal such as "
-        "'I don't know' or 'I'm not sure'.\n"
-        'Schema: {"questions": ["<question>", ...], "noncommittal": true or false}\n' + JSON_ONLY
+        "'I don't know' or 'I'm not sure'.\n" + format_instructions(Reply)
     ),
     user="<answer>\n$answer\n</answer>",
 )
-
-
-class Reply(BaseModel):
-    """The reply `ANSWER_RELEVANCE_RAGAS` asks for."""
-
-    questions: list[str]
-    noncommittal: bool
 
 
 def answer_relevance_ragas_prompt(answer: str, n: int) -> Messages:
@@ -67,11 +69,8 @@ def answer_relevance_ragas_prompt(answer: str, n: int) -> Messages:
 
 def generated_questions(payload: dict[str, Any]) -> tuple[list[str], bool]:
     """The reply's questions (non-empty strings, stripped) and its noncommittal flag."""
-    questions = list_field(payload, "questions")
-    if not all(isinstance(q, str) and q.strip() for q in questions):
-        raise InvalidReplyError("questions must be non-empty strings")
-    noncommittal = as_bool(payload.get("noncommittal", False), "noncommittal")
-    return [q.strip() for q in questions], noncommittal
+    reply = read(Reply, payload)
+    return reply.questions, reply.noncommittal
 
 
 def interpret(

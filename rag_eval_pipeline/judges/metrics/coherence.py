@@ -18,7 +18,7 @@ import numpy as np
 from rag_eval_pipeline.embedding.sentences import embed_sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import error_row, rubric_row, unless
 from rag_eval_pipeline.judges.parsing import parse_score
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.prompts import format_instructions
 from rag_eval_pipeline.judges.replies import LikertReply, reply_reason, rubric
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
@@ -42,8 +42,7 @@ COHERENCE = PromptTemplate(
         "4 = clear, with a minor jump or repetition;\n"
         "3 = understandable but loosely connected or partly repetitive;\n"
         "2 = hard to follow, sentences contradict or ignore each other;\n"
-        "1 = incoherent: fragments without a logical thread.\n"
-        'Schema: {"score": <integer from 1 to 5>, "reason": "<one sentence>"}\n' + JSON_ONLY
+        "1 = incoherent: fragments without a logical thread.\n" + format_instructions(LikertReply)
     ),
     user="<question>\n$question\n</question>\n\n<answer>\n$answer\n</answer>",
 )

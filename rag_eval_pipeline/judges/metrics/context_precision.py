@@ -14,15 +14,15 @@ no chunk at all has no score, only the error `no contexts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.embedding.sentences import chunk_sentences, embed_sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import dumps, error_row, rounded, unless
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, InvalidReplyError, as_bool, list_field
+from rag_eval_pipeline.judges.prompts import format_instructions
+from rag_eval_pipeline.judges.replies import Flag, Interpretation, InvalidReplyError, read
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import context_precision
@@ -35,26 +35,26 @@ SCORECARD_NAME = "avg_context_precision"
 DETAIL_COLUMNS: dict[str, str] = {"n_contexts": "Int64", "n_relevant": "Int64"}
 NO_TRUTH_CLAIMS = "no ground-truth claims"
 
+
+class Reply(BaseModel):
+    """The reply `CONTEXT_PRECISION` asks for: one verdict (1 or 0) per numbered chunk."""
+
+    verdicts: list[Flag] = Field(description="the i-th for chunk [i]: 1 if useful, 0 if not")
+
+
 CONTEXT_PRECISION = PromptTemplate(
     name="context_precision",
     system=(
         "You judge retrieved context chunks. For each numbered chunk, in order, decide whether it "
         "was useful in arriving at the ground-truth answer to the question: 1 if useful, 0 if "
         "not.\n"
-        "Return exactly $n_chunks verdicts, the i-th for chunk [i].\n"
-        'Schema: {"verdicts": [1 or 0, ...]}\n' + JSON_ONLY
+        "Return exactly $n_chunks verdicts, the i-th for chunk [i].\n" + format_instructions(Reply)
     ),
     user=(
         "<question>\n$question\n</question>\n\n<ground_truth>\n$ground_truth\n</ground_truth>\n\n"
         "<context>\n$context\n</context>"
     ),
 )
-
-
-class Reply(BaseModel):
-    """The reply `CONTEXT_PRECISION` asks for: one verdict (1 or 0) per numbered chunk."""
-
-    verdicts: list[Annotated[int, Field(ge=0, le=1)]]
 
 
 def context_precision_prompt(question: str, contexts: Sequence[str], ground_truth: str) -> Messages:
@@ -75,7 +75,7 @@ def scored(verdicts: Sequence[int]) -> Interpretation:
 
 def interpret(payload: dict[str, Any], n_chunks: int) -> Interpretation:
     """The reply's verdicts, exactly `n_chunks` of them, → context precision."""
-    verdicts = [int(as_bool(v, "verdict")) for v in list_field(payload, "verdicts")]
+    verdicts = read(Reply, payload).verdicts
     if len(verdicts) != n_chunks:
         raise InvalidReplyError(f"expected {n_chunks} verdicts, got {len(verdicts)}")
     return scored(verdicts)

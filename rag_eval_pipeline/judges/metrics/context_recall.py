@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import claim_row, claim_rows
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.judges.prompts import format_instructions
+from rag_eval_pipeline.judges.replies import Interpretation, attempt, read
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import context_recall
@@ -33,28 +33,30 @@ NAME = "context_recall"
 SCORECARD_NAME = "avg_context_recall"
 DETAIL_COLUMNS: dict[str, str] = {"n_claims": "Int64", "n_attributed": "Int64"}
 
-CONTEXT_RECALL = PromptTemplate(
-    name="context_recall",
-    system=(
-        "You check how much of a ground-truth answer the retrieved context covers.\n"
-        "1. Break the ground truth into atomic, self-contained claims.\n"
-        "2. For each claim decide whether it can be attributed to the context, that is whether "
-        "the context states or directly implies it.\n"
-        'Schema: {"claims": [{"claim": "<claim>", "attributed": true or false}]}\n' + JSON_ONLY
-    ),
-    user="<context>\n$context\n</context>\n\n<ground_truth>\n$ground_truth\n</ground_truth>",
-)
-
 
 class Claim(BaseModel):
-    claim: str
-    attributed: bool
+    """One claim of the ground truth and its verdict."""
+
+    claim: str = Field(description="an atomic, self-contained claim of the ground truth")
+    attributed: bool = Field(description="whether the context states or directly implies it")
 
 
 class Reply(BaseModel):
     """The reply `CONTEXT_RECALL` asks for."""
 
     claims: list[Claim]
+
+
+CONTEXT_RECALL = PromptTemplate(
+    name="context_recall",
+    system=(
+        "You check how much of a ground-truth answer the retrieved context covers.\n"
+        "1. Break the ground truth into atomic, self-contained claims.\n"
+        "2. For each claim decide whether it can be attributed to the context, that is whether "
+        "the context states or directly implies it.\n" + format_instructions(Reply)
+    ),
+    user="<context>\n$context\n</context>\n\n<ground_truth>\n$ground_truth\n</ground_truth>",
+)
 
 
 def context_recall_prompt(contexts: Sequence[str], ground_truth: str) -> Messages:
@@ -64,7 +66,7 @@ def context_recall_prompt(contexts: Sequence[str], ground_truth: str) -> Message
 
 def interpret(payload: dict[str, Any]) -> Interpretation:
     """The reply's claim verdicts → context recall, with the claim counts."""
-    flags = claim_flags(payload, "attributed")
+    flags = [claim.attributed for claim in read(Reply, payload).claims]
     score, error = attempt(context_recall, flags)
     return score, error, {"n_claims": len(flags), "n_attributed": sum(flags)}
 

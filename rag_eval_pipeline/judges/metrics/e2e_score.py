@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.embedding.sentences import embed_sentences, split_sentences, word_tokens
 from rag_eval_pipeline.judges.heuristics import error_row, first_cosine, rubric_row, unless
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
+from rag_eval_pipeline.judges.prompts import format_instructions
 from rag_eval_pipeline.judges.replies import RubricReply, parse_rubric, rubric
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
@@ -39,8 +39,7 @@ E2E_SCORE = PromptTemplate(
         "0.7 = mostly right, misses a minor point or adds harmless noise;\n"
         "0.3 = partly right, misses essential information;\n"
         "0.0 = wrong, contradicts the ground truth, or does not answer.\n"
-        "Judge substance, not wording or length.\n"
-        'Schema: {"score": <number between 0 and 1>, "reason": "<one sentence>"}\n' + JSON_ONLY
+        "Judge substance, not wording or length.\n" + format_instructions(RubricReply)
     ),
     user=(
         "<question>\n$question\n</question>\n\n<ground_truth>\n$ground_truth\n</ground_truth>\n\n"

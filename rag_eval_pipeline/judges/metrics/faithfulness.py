@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from rag_eval_pipeline.embedding.sentences import Sentences, split_sentences
 from rag_eval_pipeline.judges.heuristics import claim_row, claim_rows, is_noncommittal
-from rag_eval_pipeline.judges.prompts import JSON_ONLY
-from rag_eval_pipeline.judges.replies import Interpretation, attempt, claim_flags
+from rag_eval_pipeline.judges.prompts import format_instructions
+from rag_eval_pipeline.judges.replies import Interpretation, attempt, read
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Skip, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate, format_contexts
 from rag_eval_pipeline.metrics.ragas import faithfulness_score
@@ -35,6 +35,20 @@ NO_CLAIMS = "no claims"
 SCORECARD_NAME = "avg_faithfulness"
 DETAIL_COLUMNS: dict[str, str] = {"n_claims": "Int64", "n_supported": "Int64"}
 
+
+class Claim(BaseModel):
+    """One claim of the answer and its verdict."""
+
+    claim: str = Field(description="an atomic, self-contained claim of the answer")
+    supported: bool = Field(description="whether the context alone supports it")
+
+
+class Reply(BaseModel):
+    """The reply `FAITHFULNESS` asks for."""
+
+    claims: list[Claim]
+
+
 FAITHFULNESS = PromptTemplate(
     name="faithfulness",
     system=(
@@ -44,25 +58,13 @@ FAITHFULNESS = PromptTemplate(
         "2. For each claim decide whether it can be directly inferred from the context alone. "
         "Outside knowledge does not count: a true claim absent from the context is not supported.\n"
         "If the answer makes no factual claim (for example it only says it does not know), "
-        'return {"claims": []}.\n'
-        'Schema: {"claims": [{"claim": "<claim>", "supported": true or false}]}\n' + JSON_ONLY
+        'return {"claims": []}.\n' + format_instructions(Reply)
     ),
     user=(
         "<question>\n$question\n</question>\n\n<context>\n$context\n</context>\n\n"
         "<answer>\n$answer\n</answer>"
     ),
 )
-
-
-class Claim(BaseModel):
-    claim: str
-    supported: bool
-
-
-class Reply(BaseModel):
-    """The reply `FAITHFULNESS` asks for."""
-
-    claims: list[Claim]
 
 
 def faithfulness_prompt(question: str, contexts: Sequence[str], answer: str) -> Messages:
@@ -72,7 +74,7 @@ def faithfulness_prompt(question: str, contexts: Sequence[str], answer: str) -> 
 
 def interpret(payload: dict[str, Any]) -> Interpretation:
     """The reply's claim verdicts → faithfulness, with the claim counts."""
-    flags = claim_flags(payload, "supported")
+    flags = [claim.supported for claim in read(Reply, payload).claims]
     score, error = attempt(faithfulness_score, flags)
     return score, error, {"n_claims": len(flags), "n_supported": sum(flags)}
 
