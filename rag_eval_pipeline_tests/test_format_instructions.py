@@ -12,6 +12,8 @@ from rag_eval_pipeline.judges.criteria import Criterion
 from rag_eval_pipeline.judges.metrics import BUILT_IN, PROMPTS
 from rag_eval_pipeline.judges.prompts import JSON_ONLY, format_instructions
 
+pytestmark = [pytest.mark.unit]
+
 
 class Part(BaseModel):
     label: str = Field(description="a short label")

@@ -22,6 +22,8 @@ from rag_eval_pipeline.metrics.sensitivity import (
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
 from rag_eval_pipeline_tests.test_verdicts_v2 import TIER1, tier1_day
 
+pytestmark = [pytest.mark.unit]
+
 N = 120
 KEYS = ["metric", "verdict", "p_value", "q_value", "alert", "reason"]
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from rag_eval_pipeline.evaluation.headline import KINDS, Headline
 from rag_eval_pipeline.reporting.day_lines import DAY_LINE
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 from rag_eval_pipeline_tests.conftest import rag_eval
 from rag_eval_pipeline_tests.flips import write_version
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DATE = r"\d{4}-\d{2}-\d{2}"

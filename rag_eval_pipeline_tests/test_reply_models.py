@@ -6,6 +6,8 @@ import pytest
 from rag_eval_pipeline.judges.metrics import answer_relevance_ragas, context_precision, faithfulness
 from rag_eval_pipeline.judges.replies import InvalidReplyError, YesNoReply, read
 
+pytestmark = [pytest.mark.unit]
+
 
 @pytest.mark.parametrize(
     ("supported", "expected"),
