@@ -518,3 +518,14 @@ def test_a_key_echoed_in_a_reply_is_redacted_before_the_reply_cache(tmp_path: Pa
         "SELECT text FROM replies"
     )
     assert [row[0] for row in stored] == ["score 4; key ***, Bearer ***"]
+
+
+def test_an_http_config_problem_never_echoes_a_url_password_or_a_whole_value() -> None:
+    from rag_eval_pipeline.datasets.http_config import http_config_problems
+
+    [(key, problem)] = http_config_problems({"url": "ftp://bob:hunter2-secret@rag.example/ask"})
+    assert key == "http.url" and "hunter2-secret" not in problem
+    assert problem.endswith("got 'ftp://***@rag.example/ask'")
+    [(key, problem)] = http_config_problems({"url": "http://rag.example/", "method": "P" * 5000})
+    assert key == "http.method" and problem.endswith("… (5,000 characters)")
+    assert len(problem) < 250

@@ -49,6 +49,8 @@ from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext import parse as parse_jsonpath
 
 from rag_eval_pipeline.llm.failures import RetryPolicy
+from rag_eval_pipeline.llm.secrets import redact
+from rag_eval_pipeline.storage.config_files import shown
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 HTTP_CONFIG_ENV = "RAG_EVAL_SYSTEM_HTTP"
@@ -201,7 +203,7 @@ def resolve_http_config(
 def http_config_problems(block: object, *, require_url: bool = False) -> list[tuple[str, str]]:
     """What is wrong with an `http:` block: (key, problem naming the value) pairs."""
     if not isinstance(block, Mapping):
-        return [("http", f"must be a mapping of http settings, got {block!r}")]
+        return [("http", f"must be a mapping of http settings, got {_shown(block)}")]
     problems = [
         (f"http.{key}", RETIRED_KEYS.get(key, f"unknown setting (known: {', '.join(KEYS)})"))
         for key in block
@@ -213,7 +215,9 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
         problems += _url_problems(block["url"])
     method = block.get("method", "POST")
     if not isinstance(method, str) or method.upper() not in METHODS:
-        problems.append(("http.method", f"must be one of {', '.join(METHODS)}, got {method!r}"))
+        problems.append(
+            ("http.method", f"must be one of {', '.join(METHODS)}, got {_shown(method)}")
+        )
     problems += _header_problems(block.get("headers"))
     if block.get("body") is not None:
         if isinstance(method, str) and method.upper() == "GET":
@@ -224,7 +228,7 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
         if not isinstance(params, Mapping) or not all(
             isinstance(v, str | int | float) for v in params.values()
         ):
-            problems.append(("http.params", f"must map names to text, got {params!r}"))
+            problems.append(("http.params", f"must map names to text, got {_shown(params)}"))
         else:
             problems += _template_problems({str(k): str(v) for k, v in params.items()}, "params")
     for key in SELECTOR_KEYS:
@@ -237,7 +241,7 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
         problems += _breaker_problems(block)
     name = block.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
-        problems.append(("http.name", f"must be a non-empty system name, got {name!r}"))
+        problems.append(("http.name", f"must be a non-empty system name, got {_shown(name)}"))
     return problems
 
 
@@ -249,7 +253,7 @@ def resolve_headers(headers: Mapping[str, str], environ: Mapping[str, str]) -> d
         missing = [v for v in referenced_variables(template) if v not in environ]
         if missing:
             raise ValueError(
-                f"http header {name!r} references environment variable(s) "
+                f"http header {_shown(name)} references environment variable(s) "
                 f"{', '.join(missing)}, not set"
             )
         resolved[name] = _VARIABLE.sub(lambda m: environ[m.group(1)], template)
@@ -280,7 +284,7 @@ def render_template(template: Any, values: Mapping[str, Any]) -> Any:
 def _url_problems(url: object) -> list[tuple[str, str]]:
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return [("http.url", f"must be an http:// or https:// URL with a host, got {url!r}")]
+        return [("http.url", f"must be an http:// or https:// URL with a host, got {_shown(url)}")]
     return []
 
 
@@ -288,15 +292,15 @@ def _header_problems(headers: object) -> list[tuple[str, str]]:
     if headers is None:
         return []
     if not isinstance(headers, Mapping):
-        return [("http.headers", f"must map header names to text, got {headers!r}")]
+        return [("http.headers", f"must map header names to text, got {_shown(headers)}")]
     problems = []
     for name, value in headers.items():
         key = f"http.headers.{name}"
         if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            problems.append((key, f"is not a valid header name: {name!r}"))
+            problems.append((key, f"is not a valid header name: {_shown(name)}"))
             continue
         if not isinstance(value, str) or _CONTROL.search(value):
-            problems.append((key, f"must be one line of text, got {value!r}"))
+            problems.append((key, f"must be one line of text, got {_shown(value)}"))
             continue
         bad = [v for v in referenced_variables(value) if not _VARIABLE_NAME.fullmatch(v)]
         if bad:
@@ -315,9 +319,9 @@ def _body_problems(body: object) -> list[tuple[str, str]]:
         try:
             body = json.loads(body)
         except json.JSONDecodeError as error:
-            return [("http.body", f"is not valid JSON ({error.msg}): {body!r}")]
+            return [("http.body", f"is not valid JSON ({error.msg}): {_shown(body)}")]
     if not isinstance(body, Mapping | list):
-        return [("http.body", f"must be a JSON object or array, got {body!r}")]
+        return [("http.body", f"must be a JSON object or array, got {_shown(body)}")]
     return _template_problems(body, "body")
 
 
@@ -325,7 +329,7 @@ def _template_problems(template: Any, path: str) -> list[tuple[str, str]]:
     """Every string of `template` must be a valid `string.Template` over `PLACEHOLDERS`."""
     if isinstance(template, Mapping):
         keys = [
-            (f"http.{path}", f"has a key that is not text: {key!r}")
+            (f"http.{path}", f"has a key that is not text: {_shown(key)}")
             for key in template
             if not isinstance(key, str)
         ]
@@ -333,18 +337,21 @@ def _template_problems(template: Any, path: str) -> list[tuple[str, str]]:
     if isinstance(template, list):
         return [p for i, v in enumerate(template) for p in _template_problems(v, f"{path}[{i}]")]
     if isinstance(template, float) and not math.isfinite(template):
-        return [(f"http.{path}", f"must be a finite number, got {template!r}")]
+        return [(f"http.{path}", f"must be a finite number, got {_shown(template)}")]
     if not isinstance(template, str):
         if template is None or isinstance(template, bool | int | float):
             return []
         return [
-            (f"http.{path}", f"must be JSON (text, number, true/false, null), got {template!r}")
+            (
+                f"http.{path}",
+                f"must be JSON (text, number, true/false, null), got {_shown(template)}",
+            )
         ]
     parsed = Template(template)
     unknown = [name for name in parsed.get_identifiers() if name not in PLACEHOLDERS]
     if not parsed.is_valid() or unknown:
         allowed = ", ".join(f"${name}" for name in PLACEHOLDERS)
-        return [(f"http.{path}", f"may use only {allowed} (and $$ for $), got {template!r}")]
+        return [(f"http.{path}", f"may use only {allowed} (and $$ for $), got {_shown(template)}")]
     return []
 
 
@@ -352,11 +359,11 @@ def _selector_problems(key: str, selector: object) -> list[tuple[str, str]]:
     if selector is None:
         return [] if key != "answer" else [("http.answer", "the answer selector is required")]
     if not isinstance(selector, str) or not selector.strip():
-        return [(f"http.{key}", f"must be a JSONPath expression, got {selector!r}")]
+        return [(f"http.{key}", f"must be a JSONPath expression, got {_shown(selector)}")]
     try:
         parse_jsonpath(selector)
     except JSONPathError as error:
-        return [(f"http.{key}", f"is not a valid JSONPath ({error}): {selector!r}")]
+        return [(f"http.{key}", f"is not a valid JSONPath ({error}): {_shown(selector)}")]
     return []
 
 
@@ -374,7 +381,7 @@ def _number_problems(key: str, value: object, setting: NumberSetting) -> list[tu
         or (setting.exclusive and value == setting.minimum)
         or (setting.maximum is not None and value > setting.maximum)  # type: ignore[operator]
     ):
-        return [(f"http.{key}", f"must be {kind} {bound}, got {value!r}")]
+        return [(f"http.{key}", f"must be {kind} {bound}, got {_shown(value)}")]
     return []
 
 
@@ -385,5 +392,14 @@ def _breaker_problems(block: Mapping[str, Any]) -> list[tuple[str, str]]:
     if min_calls <= window:
         return []
     key = "breaker_min_calls" if "breaker_min_calls" in block else "breaker_window"
-    problem = f"breaker_min_calls ({min_calls!r}) must be at most breaker_window ({window!r})"
+    problem = (
+        f"breaker_min_calls ({_shown(min_calls)}) must be at most breaker_window ({_shown(window)})"
+    )
     return [(f"http.{key}", problem)]
+
+
+def _shown(value: Any) -> str:
+    """A configured value as a problem echoes it: capped (`config_files.shown`), and with every
+    secret the redaction rule knows (URL user information, credential variables' values, bearer
+    and `sk-` keys) as `***`, so a URL's password never reaches a message."""
+    return redact(shown(value))
