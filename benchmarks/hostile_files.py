@@ -77,15 +77,20 @@ def bomb_case(root: Path) -> Path:
     return folder
 
 
-def line_case(root: Path, megabytes: int) -> Path:
-    folder = root / "line"
-    synthetic_dataset(folder, 10)
-    with open(folder / "qrels.csv", "a") as out:
-        out.write("q1,")
+def write_giant_id(path: Path, mode: str, before: str, megabytes: int, after: str) -> None:
+    """Write `before`, a document id of `megabytes` MB (1 MiB at a time), then `after`."""
+    with open(path, mode) as out:
+        out.write(before)
         block = "d" * (1 << 20)
         for _ in range(megabytes):
             out.write(block)
-        out.write(",1\n")
+        out.write(after)
+
+
+def line_case(root: Path, megabytes: int) -> Path:
+    folder = root / "line"
+    synthetic_dataset(folder, 10)
+    write_giant_id(folder / "qrels.csv", "a", "q1,", megabytes, ",1\n")
     return folder
 
 
@@ -94,12 +99,7 @@ def trec_line_case(root: Path, megabytes: int) -> Path:
     folder = root / "trec-line"
     synthetic_dataset(folder, 10)
     (folder / "qrels.csv").unlink()
-    with open(folder / "qrels.trec", "w") as out:
-        out.write("q1 0 d1 1\nq2 0 ")
-        block = "d" * (1 << 20)
-        for _ in range(megabytes):
-            out.write(block)
-        out.write(" 1\n")
+    write_giant_id(folder / "qrels.trec", "w", "q1 0 d1 1\nq2 0 ", megabytes, " 1\n")
     return folder
 
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails
 
-from rag_eval_pipeline.text.shown import MAX_SHOWN_CHARS, shown_value
+from rag_eval_pipeline.text.shown import MAX_SHOWN_CHARS, capped, shown_value
 
 Model = TypeVar("Model", bound="ConfigModel")
 
@@ -135,9 +135,4 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def shown(value: Any) -> str:
     """A value as a message echoes it: a string by the `shown_value` rule, anything else by its
     `repr`, capped alike (its first `MAX_SHOWN_CHARS` characters, then its length)."""
-    if isinstance(value, str):
-        return shown_value(value)
-    text = repr(value)
-    if len(text) <= MAX_SHOWN_CHARS:
-        return text
-    return f"{text[:MAX_SHOWN_CHARS]}… ({len(text):,} characters)"
+    return shown_value(value) if isinstance(value, str) else capped(repr(value), MAX_SHOWN_CHARS)
