@@ -25,7 +25,7 @@ from rag_eval_pipeline.reporting.alerting import alert_line, change_text
 from rag_eval_pipeline.reporting.html_report import format_change
 from rag_eval_pipeline_tests.conftest import rag_eval, rag_eval_process
 from rag_eval_pipeline_tests.test_regression import card, quality
-from rag_eval_pipeline_tests.test_verdicts_v2 import SHIPPED
+from rag_eval_pipeline_tests.test_verdict_roles import SHIPPED
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

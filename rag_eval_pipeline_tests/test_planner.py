@@ -20,7 +20,7 @@ from rag_eval_pipeline.metrics.sensitivity import (
     sign_test_items_needed,
 )
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
-from rag_eval_pipeline_tests.test_verdicts_v2 import TIER1, tier1_day
+from rag_eval_pipeline_tests.test_verdict_roles import TIER1, tier1_day
 
 pytestmark = [pytest.mark.unit]
 
