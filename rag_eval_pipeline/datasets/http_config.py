@@ -325,6 +325,13 @@ def http_config_problems(block: object, *, require_url: bool = False) -> list[tu
     return _checked(block, require_url=require_url)[1]
 
 
+def http_block_schema() -> dict[str, Any]:
+    """The JSON Schema of `dataset.yaml`'s `http:` block: the configuration's, its url optional
+    (`RAG_EVAL_SYSTEM_URL` may give it)."""
+    schema = HttpSystemConfig.model_json_schema()
+    return {key: value for key, value in schema.items() if key not in ("required", "title")}
+
+
 def _checked(
     block: object, *, require_url: bool
 ) -> tuple[HttpSystemConfig | None, list[tuple[str, str]]]:
