@@ -167,7 +167,7 @@ HeaderName = Annotated[StrictStr, AfterValidator(_header_name)]
 HeaderValue = Annotated[StrictStr, AfterValidator(_header_value)]
 ParamValue = Annotated[StrictStr, BeforeValidator(_scalar_as_text), AfterValidator(_template_text)]
 Selector = Annotated[StrictStr, AfterValidator(_jsonpath)]
-Seconds = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
 
 
 def _setting(description: str, default: Any, **constraints: Any) -> Any:
@@ -197,15 +197,15 @@ class HttpSystemConfig(ConfigModel):
     retrieval_latency_ms: Selector | None = _setting("a JSONPath expression", None)
     generation_latency_ms: Selector | None = _setting("a JSONPath expression", None)
     generator_model: Selector | None = _setting("a JSONPath expression", None)
-    timeout_s: Seconds = _setting("a number > 0", 30.0, gt=0)
+    timeout_s: Number = _setting("a number > 0", 30.0, gt=0)
     max_concurrency: StrictInt = _setting("an integer >= 1", 4, ge=1)
     max_retries: StrictInt = _setting("an integer >= 0", 3, ge=0)
-    backoff_base_s: Seconds = _setting("a number >= 0", 1.0, ge=0)
-    rate_limit_budget_s: Seconds = _setting("a number >= 0", 300.0, ge=0)
+    backoff_base_s: Number = _setting("a number >= 0", 1.0, ge=0)
+    rate_limit_budget_s: Number = _setting("a number >= 0", 300.0, ge=0)
     breaker_window: StrictInt = _setting("an integer >= 1", 20, ge=1)
     breaker_min_calls: StrictInt = _setting("an integer >= 0", 10, ge=0, validate_default=True)
-    breaker_failure_ratio: Seconds = _setting("a number > 0 and <= 1", 0.5, gt=0, le=1)
-    breaker_cooldown_s: Seconds = _setting("a number >= 0", 30.0, ge=0)
+    breaker_failure_ratio: Number = _setting("a number > 0 and <= 1", 0.5, gt=0, le=1)
+    breaker_cooldown_s: Number = _setting("a number >= 0", 30.0, ge=0)
     name: Annotated[StrictStr, AfterValidator(_system_name)] | None = _setting(
         "a non-empty system name", None
     )
