@@ -60,7 +60,7 @@ from rag_eval_pipeline.judges.metrics import METRICS, metrics_for
 from rag_eval_pipeline.judges.metrics.answer_relevance import answer_relevance_prompt
 from rag_eval_pipeline.judges.metrics.answer_relevance_ragas import answer_relevance_ragas_prompt
 from rag_eval_pipeline.judges.metrics.faithfulness import faithfulness_prompt
-from rag_eval_pipeline.storage.parquet import write_tables_atomically
+from rag_eval_pipeline.storage.parquet import LOCKS_FOLDER, write_tables_atomically
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, PROJECT_ROOT, evaluation_resources
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, RecordedRequest, _Server
 
@@ -442,7 +442,12 @@ def visible_parquet(warehouse: Path) -> dict[str, Path]:
 
 
 def hidden_leftovers(warehouse: Path) -> list[Path]:
-    return sorted(p for p in warehouse.rglob(".*") if not p.parent.name.startswith("."))
+    """Hidden entries a write left, but for the warehouse's lock files (`LOCKS_FOLDER`)."""
+    return sorted(
+        p
+        for p in warehouse.rglob(".*")
+        if not p.parent.name.startswith(".") and p != warehouse / LOCKS_FOLDER
+    )
 
 
 def read_all(warehouse: Path) -> dict[str, pd.DataFrame]:

@@ -28,7 +28,6 @@ from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.http_config import (
-    NUMBER_KEYS,
     HttpSystemConfig,
     http_config_problems,
     resolve_headers,
@@ -336,6 +335,7 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
     assert "'$..['" in found["http.answer"][1]
     assert "got 0" in found["http.timeout_s"][1]
     assert found["http.retries"][0] == 12
+    assert found["http.retries"][1].endswith("unknown key; did you mean 'max_retries'?")
     assert found["http.breaker_failure_ratio"] == (
         13,
         "dataset.yaml, line 13, column 'http.breaker_failure_ratio': "
@@ -346,9 +346,10 @@ def test_invalid_http_blocks_name_the_file_key_and_value(tmp_path: Path) -> None
 def test_the_failure_policy_settings_are_the_llm_clients_and_are_validated() -> None:
     llm_defaults = {f.name: f.default for f in dataclasses.fields(LLMConfig)}
     shared = ["max_retries", "backoff_base_s", "rate_limit_budget_s"]
-    shared += [key for key in NUMBER_KEYS if key.startswith("breaker_")]
+    shared += [key for key in HttpSystemConfig.model_fields if key.startswith("breaker_")]
     assert len(shared) == 7
-    assert {key: NUMBER_KEYS[key].default for key in shared} == {k: llm_defaults[k] for k in shared}
+    defaults = {key: HttpSystemConfig.model_fields[key].default for key in shared}
+    assert defaults == {k: llm_defaults[k] for k in shared}
     config = HttpSystemConfig.from_mapping({"url": "http://127.0.0.1:9/a"}, "x")
     assert {key: getattr(config, key) for key in shared} == {k: llm_defaults[k] for k in shared}
     problems = dict(

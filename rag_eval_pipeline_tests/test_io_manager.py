@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from rag_eval_pipeline.defs.tier1_retrieval.assets import (
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.storage.objects import current_umask
 from rag_eval_pipeline.storage.parquet import (
+    LOCKS_FOLDER,
     MissingPartitionError,
     escape_partition_path,
     read_tables,
@@ -54,6 +56,45 @@ def test_crash_mid_write_leaves_previous_file_intact(tmp_path: Path) -> None:
         write_parquet_atomically(unserializable_frame(), target)
     pd.testing.assert_frame_equal(pd.read_parquet(target.path), good)
     assert [p.name for p in Path(target.path).parent.iterdir()] == ["2026-11-21.parquet"]
+
+
+def test_a_table_folder_writer_waits_for_another_process_holding_its_lock(tmp_path: Path) -> None:
+    """Writers of one partition's table folder are serialized by a `filelock` in the
+    warehouse's one locks folder (the IO manager's), not by a lock file beside the partition."""
+    tables = {"t": pd.DataFrame({"x": [1, 2]})}
+    target = UPath(tmp_path / "golden_dataset" / "v1" / "2026-11-21")
+    locks = ParquetIOManager(base_path=UPath(tmp_path)).locks
+    assert locks == tmp_path / LOCKS_FOLDER
+    write_tables_atomically(tables, target, locks=locks)
+    [lock_file] = locks.iterdir()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["2026-11-21"]
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(lock_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        writer = threading.Thread(
+            target=write_tables_atomically,
+            args=({"t": pd.DataFrame({"x": [3]})}, target),
+            kwargs={"locks": locks},
+        )
+        writer.start()
+        writer.join(timeout=1.0)
+        assert writer.is_alive()  # waiting for the other process's lock
+        assert read_tables(target)["t"]["x"].tolist() == [1, 2]
+    finally:
+        holder.communicate("")  # releases the lock
+    writer.join(timeout=30)
+    assert not writer.is_alive() and read_tables(target)["t"]["x"].tolist() == [3]
+
+
+HOLD_LOCK = (
+    "import sys; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+    "print('held', flush=True); sys.stdin.read(); lock.release()"
+)
 
 
 def test_next_write_removes_a_killed_writers_stale_leftovers_only(tmp_path: Path) -> None:

@@ -50,14 +50,26 @@ def test_bootstrap_ci_chunking_does_not_change_result(monkeypatch: pytest.Monkey
     assert bootstrap_ci(values, n_resamples=300, seed=5) == pytest.approx(unchunked, rel=1e-12)
 
 
-def test_bootstrap_ci_close_to_scipy_percentile_bootstrap() -> None:
-    values = np.random.default_rng(7).normal(loc=2.0, scale=1.5, size=40)
+@pytest.mark.parametrize(
+    ("size", "confidence", "seed"), [(2, 0.95, 0), (17, 0.9, 11), (40, 0.95, 0), (301, 0.99, 3)]
+)
+def test_bootstrap_ci_is_scipys_percentile_bootstrap(
+    size: int, confidence: float, seed: int
+) -> None:
+    """The definition `_bootstrap_interval` states: scipy.stats.bootstrap's percentile interval
+    with the same generator (the same draws, the same quantiles), for any chunking."""
+    values = np.random.default_rng(7).normal(loc=2.0, scale=1.5, size=size)
     reference = scipy_stats.bootstrap(
-        (values,), np.mean, method="percentile", n_resamples=20000, rng=np.random.default_rng(0)
+        (values,),
+        np.mean,
+        method="percentile",
+        confidence_level=confidence,
+        n_resamples=3000,
+        batch=1000,
+        rng=np.random.default_rng(seed),
     ).confidence_interval
-    low, high = bootstrap_ci(values, n_resamples=20000)
-    assert low == pytest.approx(reference.low, abs=0.03)
-    assert high == pytest.approx(reference.high, abs=0.03)
+    interval = bootstrap_ci(values, confidence=confidence, n_resamples=3000, seed=seed)
+    assert interval == pytest.approx((reference.low, reference.high), rel=1e-13, abs=1e-15)
 
 
 @settings(max_examples=40, deadline=None)
@@ -194,6 +206,22 @@ def test_summarize_hand_computed_grouped_case() -> None:
     expected_ci = bootstrap_ci([2.0, 4.0, 6.0], n_resamples=300)
     assert tuple(table.loc[1, ["ci_low", "ci_high"]]) == pytest.approx(expected_ci)
     assert (table["ci_low"] <= table["mean"]).all() and (table["mean"] <= table["ci_high"]).all()
+
+
+def test_summarize_resamples_cells_of_one_size_together_with_their_own_intervals(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Cells of one size share one index matrix; each interval is bit for bit its
+    `bootstrap_ci` alone, however the resamples are chunked."""
+    rng = np.random.default_rng(12)
+    frame = pd.DataFrame({"g": np.repeat(["a", "b"], 30)} | {m: rng.random(60) for m in "xyz"})
+    frame.loc[::4, "y"] = np.nan  # another size
+    monkeypatch.setattr(stats, "_MAX_CHUNK_ELEMENTS", 1000)  # several chunks per call
+    summary = summarize(frame, ["x", "y", "z"], ["g"], n_resamples=500, seed=3)
+    for row in summary.itertuples():
+        values = frame.loc[frame["g"] == row.g, row.metric].dropna()
+        assert (row.ci_low, row.ci_high) == bootstrap_ci(values, n_resamples=500, seed=3)
+    assert summary["count"].tolist() == [30, 22, 30, 30, 23, 30]
 
 
 def test_summarize_excludes_nan_and_handles_no_groups() -> None:

@@ -1,7 +1,9 @@
 """The configuration of a system under test behind HTTP: request template and reply selectors.
 
 The `http:` block of `dataset.yaml` (or the file named by `RAG_EVAL_SYSTEM_HTTP`, with the url
-overridable by `RAG_EVAL_SYSTEM_URL`) holds:
+overridable by `RAG_EVAL_SYSTEM_URL`) is an `HttpSystemConfig`, a configuration file model
+(`storage.config_files.ConfigModel`: a key it does not know is refused, naming the closest valid
+one; its JSON Schema is `docs/schemas/http.schema.json`). It holds:
 
 - `url` (http or https), `method` (`POST` by default; `GET`, `PUT`, `PATCH`);
 - `headers`: name → value; a value may reference environment variables as `${RAG_EVAL_HTTP_X}`
@@ -23,13 +25,13 @@ overridable by `RAG_EVAL_SYSTEM_URL`) holds:
   `max_concurrency` requests in flight (4), and the settings of the project's one failure
   policy, with the names and defaults of the LLM client's (`llm.client.LLMConfig`):
   `max_retries` (3), `backoff_base_s` (1.0), `rate_limit_budget_s` (300), `breaker_window`
-  (20), `breaker_min_calls` (10, 0: no breaker), `breaker_failure_ratio` (0.5),
-  `breaker_cooldown_s` (30); and the system's `name` (default: the URL without credentials,
-  query or fragment).
+  (20), `breaker_min_calls` (10, 0: no breaker, at most `breaker_window`),
+  `breaker_failure_ratio` (0.5), `breaker_cooldown_s` (30); and the system's `name` (default:
+  the URL without credentials, query or fragment).
 
-`http_config_problems` lists what is wrong with a block as (key, problem) pairs, the problem
-naming the offending value; `HttpSystemConfig.from_mapping` raises them as one `ValueError`
-naming the source file.
+`http_config_problems` lists every problem of a block as (key, problem) pairs, the problem
+naming the offending value (capped, and redacted: a URL's password never reaches a message);
+`HttpSystemConfig.from_mapping` raises them as one line naming the source file.
 """
 
 from __future__ import annotations
@@ -38,19 +40,36 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from string import Template
-from typing import Any, NamedTuple
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 from jsonpath_ng import JSONPath
 from jsonpath_ng.exceptions import JSONPathError
 from jsonpath_ng.ext import parse as parse_jsonpath
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 
 from rag_eval_pipeline.llm.failures import RetryPolicy
 from rag_eval_pipeline.llm.secrets import redact
-from rag_eval_pipeline.storage.config_files import shown
+from rag_eval_pipeline.storage.config_files import (
+    ConfigError,
+    ConfigModel,
+    dotted,
+    shown,
+    unknown_key,
+)
 from rag_eval_pipeline.storage.yaml_files import load_yaml_file
 
 HTTP_CONFIG_ENV = "RAG_EVAL_SYSTEM_HTTP"
@@ -67,36 +86,6 @@ SELECTOR_KEYS = (
     "generation_latency_ms",
     "generator_model",
 )
-DEFAULT_SELECTORS = {
-    "answer": "$.answer",
-    "retrieved_doc_ids": "$.retrieved_doc_ids",
-    "contexts": "$.contexts",
-}
-
-
-class NumberSetting(NamedTuple):
-    """A numeric setting: its default and the values allowed (`minimum` excluded when
-    `exclusive`, `maximum` included)."""
-
-    default: float
-    minimum: float
-    integer: bool
-    exclusive: bool = False
-    maximum: float | None = None
-
-
-NUMBER_KEYS = {
-    "timeout_s": NumberSetting(30.0, 0.0, False, exclusive=True),
-    "max_concurrency": NumberSetting(4, 1, True),
-    "max_retries": NumberSetting(3, 0, True),
-    "backoff_base_s": NumberSetting(1.0, 0.0, False),
-    "rate_limit_budget_s": NumberSetting(300.0, 0.0, False),
-    "breaker_window": NumberSetting(20, 1, True),
-    "breaker_min_calls": NumberSetting(10, 0, True),
-    "breaker_failure_ratio": NumberSetting(0.5, 0.0, False, exclusive=True, maximum=1.0),
-    "breaker_cooldown_s": NumberSetting(30.0, 0.0, False),
-}
-KEYS = ("url", "method", "headers", "body", "params", "name", *SELECTOR_KEYS, *NUMBER_KEYS)
 RETIRED_KEYS = {
     "breaker_failures": "no longer a setting: the breaker counts a failure ratio over recent "
     "calls (breaker_window, breaker_min_calls, breaker_failure_ratio, breaker_cooldown_s; "
@@ -109,48 +98,178 @@ _VARIABLE_NAME = re.compile(rf"{HEADER_VARIABLE_PREFIX}[A-Z0-9_]+")
 _WHOLE_PLACEHOLDER = re.compile(r"\$(?:([_a-z][_a-z0-9]*)|\{([_a-z][_a-z0-9]*)\})", re.I)
 
 
-@dataclass(frozen=True)
-class HttpSystemConfig:
+def _refused(problem: str, value: Any) -> ValueError:
+    """A field validator's error: `<problem>, got <value>` (capped; redacted with the rest)."""
+    return ValueError(f"{problem}, got {shown(value)}")
+
+
+def _http_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _refused("must be an http:// or https:// URL with a host", url)
+    return url
+
+
+def _upper(method: Any) -> Any:
+    return method.upper() if isinstance(method, str) else method
+
+
+def _none_as_empty(mapping: Any) -> Any:
+    return {} if mapping is None else mapping
+
+
+def _header_name(name: str) -> str:
+    if not _HEADER_NAME.fullmatch(name):
+        raise _refused("is not a valid header name", name)
+    return name
+
+
+def _header_value(value: str) -> str:
+    if _CONTROL.search(value):
+        raise _refused("must be one line of text", value)
+    bad = [v for v in referenced_variables(value) if not _VARIABLE_NAME.fullmatch(v)]
+    if bad:
+        raise ValueError(
+            f"may reference only ${{{HEADER_VARIABLE_PREFIX}...}} variables (upper case), "
+            f"got ${{{bad[0]}}}"
+        )
+    return value
+
+
+def _scalar_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, bool | int | float) else value
+
+
+def _template_text(text: str) -> str:
+    problems = _template_problems(text, ())
+    if problems:
+        raise ValueError(problems[0][1])
+    return text
+
+
+def _jsonpath(selector: str) -> str:
+    if not selector.strip():
+        raise _refused("must be a JSONPath expression", selector)
+    try:
+        parse_jsonpath(selector)
+    except JSONPathError as error:
+        raise _refused(f"is not a valid JSONPath ({error})", selector) from None
+    return selector
+
+
+def _system_name(name: str) -> str:
+    if not name.strip():
+        raise _refused("must be a non-empty system name", name)
+    return name
+
+
+HeaderName = Annotated[StrictStr, AfterValidator(_header_name)]
+HeaderValue = Annotated[StrictStr, AfterValidator(_header_value)]
+ParamValue = Annotated[StrictStr, BeforeValidator(_scalar_as_text), AfterValidator(_template_text)]
+Selector = Annotated[StrictStr, AfterValidator(_jsonpath)]
+Number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+
+
+def _setting(description: str, default: Any, **constraints: Any) -> Any:
+    """A field: `description` completes its type error (`must be <description>, got <value>`)."""
+    return Field(default, description=description, **constraints)
+
+
+class HttpSystemConfig(ConfigModel):
     """A validated `http:` block (see the module docstring for each field)."""
 
-    url: str
-    method: str = "POST"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    body: Any = field(default_factory=lambda: dict(DEFAULT_BODY))  # None: no body
-    params: Mapping[str, str] = field(default_factory=dict)
-    selectors: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SELECTORS))
-    timeout_s: float = 30.0
-    max_concurrency: int = 4
-    max_retries: int = 3
-    backoff_base_s: float = 1.0
-    rate_limit_budget_s: float = 300.0
-    breaker_window: int = 20
-    breaker_min_calls: int = 10
-    breaker_failure_ratio: float = 0.5
-    breaker_cooldown_s: float = 30.0
-    name: str | None = None
+    url: Annotated[StrictStr, AfterValidator(_http_url)] = Field(
+        description="an http:// or https:// URL with a host"
+    )
+    method: Annotated[Literal[METHODS], BeforeValidator(_upper)] = _setting(  # type: ignore[valid-type]
+        f"one of {', '.join(METHODS)}", "POST"
+    )
+    headers: Annotated[dict[HeaderName, HeaderValue], BeforeValidator(_none_as_empty)] = _setting(
+        "a mapping of header names to one line of text each", {}
+    )
+    body: Any = _setting("a JSON object or array (or its JSON text), or null", DEFAULT_BODY)
+    params: Annotated[dict[StrictStr, ParamValue], BeforeValidator(_none_as_empty)] = _setting(
+        "a mapping of parameter names to text", {}
+    )
+    answer: Selector = _setting("a JSONPath expression", "$.answer")
+    retrieved_doc_ids: Selector | None = _setting("a JSONPath expression", "$.retrieved_doc_ids")
+    contexts: Selector | None = _setting("a JSONPath expression", "$.contexts")
+    retrieval_latency_ms: Selector | None = _setting("a JSONPath expression", None)
+    generation_latency_ms: Selector | None = _setting("a JSONPath expression", None)
+    generator_model: Selector | None = _setting("a JSONPath expression", None)
+    timeout_s: Number = _setting("a number > 0", 30.0, gt=0)
+    max_concurrency: StrictInt = _setting("an integer >= 1", 4, ge=1)
+    max_retries: StrictInt = _setting("an integer >= 0", 3, ge=0)
+    backoff_base_s: Number = _setting("a number >= 0", 1.0, ge=0)
+    rate_limit_budget_s: Number = _setting("a number >= 0", 300.0, ge=0)
+    breaker_window: StrictInt = _setting("an integer >= 1", 20, ge=1)
+    breaker_min_calls: StrictInt = _setting("an integer >= 0", 10, ge=0, validate_default=True)
+    breaker_failure_ratio: Number = _setting("a number > 0 and <= 1", 0.5, gt=0, le=1)
+    breaker_cooldown_s: Number = _setting("a number >= 0", 30.0, ge=0)
+    name: Annotated[StrictStr, AfterValidator(_system_name)] | None = _setting(
+        "a non-empty system name", None
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_body_for_get(cls, block: Any) -> Any:
+        """A block without `body`: the default body, none for a GET."""
+        if isinstance(block, Mapping) and "body" not in block:
+            is_get = _upper(block.get("method")) == "GET"
+            return {**block, "body": None if is_get else DEFAULT_BODY}
+        return block
+
+    @field_validator("body")
+    @classmethod
+    def _body_template(cls, body: Any, info: ValidationInfo) -> Any:
+        """The body parsed (from JSON text), every string a template over `PLACEHOLDERS`."""
+        if body is None:
+            return None
+        if info.data.get("method") == "GET":
+            raise ValueError("a GET request has no body: use params")
+        if isinstance(body, str):
+            try:
+                body = json.loads(body)
+            except json.JSONDecodeError as error:
+                raise _refused(f"is not valid JSON ({error.msg})", body) from None
+        if not isinstance(body, Mapping | list):
+            raise _refused("must be a JSON object or array", body)
+        problems = _template_problems(body, ())
+        if problems:  # each at its place in the body: `http.body.meta.text`
+            raise ValidationError.from_exception_data(
+                "body",
+                [
+                    InitErrorDetails(type=_problem_error(text), loc=where, input=body)
+                    for where, text in problems
+                ],
+            )
+        return body
+
+    @field_validator("breaker_min_calls")
+    @classmethod
+    def _within_window(cls, min_calls: int, info: ValidationInfo) -> int:
+        window = info.data.get("breaker_window")
+        if window is not None and min_calls > window:
+            raise ValueError(
+                f"breaker_min_calls ({min_calls}) must be at most breaker_window ({window})"
+            )
+        return min_calls
 
     @classmethod
-    def from_mapping(cls, block: Mapping[str, Any], source: str) -> HttpSystemConfig:
-        """The configuration of `block`; `ValueError` naming `source`, each key and value."""
-        problems = http_config_problems(block, require_url=True)
-        if problems:
+    def from_mapping(cls, block: Any, source: str) -> HttpSystemConfig:
+        """The configuration of `block`; `ConfigError` (one line) naming `source`, and each key
+        and value wrong."""
+        config, problems = _checked(block, require_url=True)
+        if config is None:
             listed = "; ".join(f"{key}: {problem}" for key, problem in problems)
-            raise ValueError(f"{source}: invalid http system configuration: {listed}")
-        method = str(block.get("method", "POST")).upper()
-        body = block.get("body", None if method == "GET" else DEFAULT_BODY)
-        selectors = {**DEFAULT_SELECTORS, **{k: block[k] for k in SELECTOR_KEYS if k in block}}
-        numbers = {key: block.get(key, number.default) for key, number in NUMBER_KEYS.items()}
-        return cls(
-            url=block["url"],
-            method=method,
-            headers=dict(block.get("headers") or {}),
-            body=json.loads(body) if isinstance(body, str) else body,
-            params=dict(block.get("params") or {}),
-            selectors={k: v for k, v in selectors.items() if v is not None},
-            name=block.get("name"),
-            **numbers,
-        )
+            raise ConfigError(f"{source}: invalid http system configuration: {listed}")
+        return config
+
+    @property
+    def selectors(self) -> dict[str, str]:
+        """Each configured selector's JSONPath, by key (`answer`, `contexts`, ...)."""
+        chosen = {key: getattr(self, key) for key in SELECTOR_KEYS}
+        return {key: path for key, path in chosen.items() if path is not None}
 
     @property
     def system_name(self) -> str:
@@ -201,48 +320,60 @@ def resolve_http_config(
 
 
 def http_config_problems(block: object, *, require_url: bool = False) -> list[tuple[str, str]]:
-    """What is wrong with an `http:` block: (key, problem naming the value) pairs."""
-    if not isinstance(block, Mapping):
-        return [("http", f"must be a mapping of http settings, got {_shown(block)}")]
-    problems = [
-        (f"http.{key}", RETIRED_KEYS.get(key, f"unknown setting (known: {', '.join(KEYS)})"))
-        for key in block
-        if key not in KEYS
-    ]
-    if require_url and "url" not in block:
-        problems.append(("http.url", "is required"))
-    if "url" in block:
-        problems += _url_problems(block["url"])
-    method = block.get("method", "POST")
-    if not isinstance(method, str) or method.upper() not in METHODS:
-        problems.append(
-            ("http.method", f"must be one of {', '.join(METHODS)}, got {_shown(method)}")
-        )
-    problems += _header_problems(block.get("headers"))
-    if block.get("body") is not None:
-        if isinstance(method, str) and method.upper() == "GET":
-            problems.append(("http.body", "a GET request has no body: use params"))
-        problems += _body_problems(block["body"])
-    params = block.get("params")
-    if params is not None:
-        if not isinstance(params, Mapping) or not all(
-            isinstance(v, str | int | float) for v in params.values()
-        ):
-            problems.append(("http.params", f"must map names to text, got {_shown(params)}"))
-        else:
-            problems += _template_problems({str(k): str(v) for k, v in params.items()}, "params")
-    for key in SELECTOR_KEYS:
-        if key in block:
-            problems += _selector_problems(key, block[key])
-    for key in NUMBER_KEYS:
-        if key in block:
-            problems += _number_problems(key, block[key], NUMBER_KEYS[key])
-    if not {"http.breaker_window", "http.breaker_min_calls"} & {key for key, _ in problems}:
-        problems += _breaker_problems(block)
-    name = block.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip()):
-        problems.append(("http.name", f"must be a non-empty system name, got {_shown(name)}"))
-    return problems
+    """What is wrong with an `http:` block: (key, problem naming the value) pairs; without
+    `require_url` the url may be absent (`RAG_EVAL_SYSTEM_URL` may give it)."""
+    return _checked(block, require_url=require_url)[1]
+
+
+def http_block_schema() -> dict[str, Any]:
+    """The JSON Schema of `dataset.yaml`'s `http:` block: the configuration's, its url optional
+    (`RAG_EVAL_SYSTEM_URL` may give it)."""
+    schema = HttpSystemConfig.model_json_schema()
+    return {key: value for key, value in schema.items() if key not in ("required", "title")}
+
+
+def _checked(
+    block: object, *, require_url: bool
+) -> tuple[HttpSystemConfig | None, list[tuple[str, str]]]:
+    """`block` validated, or None and its problems (every one, each redacted)."""
+    try:
+        return HttpSystemConfig.model_validate(block), []
+    except ValidationError as error:
+        problems = [
+            _problem(problem)
+            for problem in sorted(
+                error.errors(include_url=False), key=lambda p: p["type"] != "extra_forbidden"
+            )
+            if require_url or (problem["type"], tuple(problem["loc"])) != ("missing", ("url",))
+        ]
+        return (None, problems) if problems or require_url else (None, [])
+
+
+def _problem(problem: ErrorDetails) -> tuple[str, str]:
+    """One validation problem as (`http.<key>`, its text), redacted."""
+    location = tuple(problem["loc"])
+    key = f"http.{dotted(location)}" if location else "http"
+    kind, value = problem["type"], problem.get("input")
+    if kind == "extra_forbidden":
+        name = str(location[-1])
+        text = RETIRED_KEYS.get(name) or unknown_key(HttpSystemConfig, location)
+    elif kind == "missing":
+        text = "is required"
+    elif kind == "value_error":
+        text = str(problem["msg"]).removeprefix("Value error, ")
+    elif not location:
+        text = f"must be a mapping of http settings, got {shown(value)}"
+    else:
+        field = HttpSystemConfig.model_fields.get(str(location[0]))
+        nested = len(location) > 1 or field is None or field.description is None
+        expected = str(problem["msg"]).removeprefix("Input should be ") if nested else None
+        text = f"must be {expected or field.description}, got {shown(value)}"  # type: ignore[union-attr]
+    return key, redact(text)
+
+
+def _problem_error(text: str) -> PydanticCustomError:
+    """A problem found inside a field as a validation error of type `value_error`."""
+    return PydanticCustomError("value_error", "{problem}", {"problem": text})
 
 
 def resolve_headers(headers: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -253,7 +384,7 @@ def resolve_headers(headers: Mapping[str, str], environ: Mapping[str, str]) -> d
         missing = [v for v in referenced_variables(template) if v not in environ]
         if missing:
             raise ValueError(
-                f"http header {_shown(name)} references environment variable(s) "
+                f"http header {redact(shown(name))} references environment variable(s) "
                 f"{', '.join(missing)}, not set"
             )
         resolved[name] = _VARIABLE.sub(lambda m: environ[m.group(1)], template)
@@ -281,125 +412,27 @@ def render_template(template: Any, values: Mapping[str, Any]) -> Any:
     return template
 
 
-def _url_problems(url: object) -> list[tuple[str, str]]:
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return [("http.url", f"must be an http:// or https:// URL with a host, got {_shown(url)}")]
-    return []
-
-
-def _header_problems(headers: object) -> list[tuple[str, str]]:
-    if headers is None:
-        return []
-    if not isinstance(headers, Mapping):
-        return [("http.headers", f"must map header names to text, got {_shown(headers)}")]
-    problems = []
-    for name, value in headers.items():
-        key = f"http.headers.{name}"
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
-            problems.append((key, f"is not a valid header name: {_shown(name)}"))
-            continue
-        if not isinstance(value, str) or _CONTROL.search(value):
-            problems.append((key, f"must be one line of text, got {_shown(value)}"))
-            continue
-        bad = [v for v in referenced_variables(value) if not _VARIABLE_NAME.fullmatch(v)]
-        if bad:
-            problems.append(
-                (
-                    key,
-                    f"may reference only ${{{HEADER_VARIABLE_PREFIX}...}} variables "
-                    f"(upper case), got ${{{bad[0]}}}",
-                )
-            )
-    return problems
-
-
-def _body_problems(body: object) -> list[tuple[str, str]]:
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except json.JSONDecodeError as error:
-            return [("http.body", f"is not valid JSON ({error.msg}): {_shown(body)}")]
-    if not isinstance(body, Mapping | list):
-        return [("http.body", f"must be a JSON object or array, got {_shown(body)}")]
-    return _template_problems(body, "body")
-
-
-def _template_problems(template: Any, path: str) -> list[tuple[str, str]]:
-    """Every string of `template` must be a valid `string.Template` over `PLACEHOLDERS`."""
+def _template_problems(template: Any, path: tuple[Any, ...]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every string of `template` (parsed JSON) must be a valid `string.Template` over
+    `PLACEHOLDERS`, every number finite, every key text: (location, problem) pairs."""
     if isinstance(template, Mapping):
         keys = [
-            (f"http.{path}", f"has a key that is not text: {_shown(key)}")
+            (path, f"has a key that is not text: {shown(key)}")
             for key in template
             if not isinstance(key, str)
         ]
-        return keys + [p for k, v in template.items() for p in _template_problems(v, f"{path}.{k}")]
+        return keys + [p for k, v in template.items() for p in _template_problems(v, (*path, k))]
     if isinstance(template, list):
-        return [p for i, v in enumerate(template) for p in _template_problems(v, f"{path}[{i}]")]
+        return [p for i, v in enumerate(template) for p in _template_problems(v, (*path, i))]
     if isinstance(template, float) and not math.isfinite(template):
-        return [(f"http.{path}", f"must be a finite number, got {_shown(template)}")]
+        return [(path, f"must be a finite number, got {shown(template)}")]
     if not isinstance(template, str):
         if template is None or isinstance(template, bool | int | float):
             return []
-        return [
-            (
-                f"http.{path}",
-                f"must be JSON (text, number, true/false, null), got {_shown(template)}",
-            )
-        ]
+        return [(path, f"must be JSON (text, number, true/false, null), got {shown(template)}")]
     parsed = Template(template)
     unknown = [name for name in parsed.get_identifiers() if name not in PLACEHOLDERS]
     if not parsed.is_valid() or unknown:
         allowed = ", ".join(f"${name}" for name in PLACEHOLDERS)
-        return [(f"http.{path}", f"may use only {allowed} (and $$ for $), got {_shown(template)}")]
+        return [(path, f"may use only {allowed} (and $$ for $), got {shown(template)}")]
     return []
-
-
-def _selector_problems(key: str, selector: object) -> list[tuple[str, str]]:
-    if selector is None:
-        return [] if key != "answer" else [("http.answer", "the answer selector is required")]
-    if not isinstance(selector, str) or not selector.strip():
-        return [(f"http.{key}", f"must be a JSONPath expression, got {_shown(selector)}")]
-    try:
-        parse_jsonpath(selector)
-    except JSONPathError as error:
-        return [(f"http.{key}", f"is not a valid JSONPath ({error}): {_shown(selector)}")]
-    return []
-
-
-def _number_problems(key: str, value: object, setting: NumberSetting) -> list[tuple[str, str]]:
-    kind = "an integer" if setting.integer else "a number"
-    bound = f"{'>' if setting.exclusive else '>='} {setting.minimum:g}"
-    if setting.maximum is not None:
-        bound += f" and <= {setting.maximum:g}"
-    integer = setting.integer
-    number = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
-    if (
-        not number
-        or not math.isfinite(value)  # type: ignore[arg-type]
-        or value < setting.minimum  # type: ignore[operator]
-        or (setting.exclusive and value == setting.minimum)
-        or (setting.maximum is not None and value > setting.maximum)  # type: ignore[operator]
-    ):
-        return [(f"http.{key}", f"must be {kind} {bound}, got {_shown(value)}")]
-    return []
-
-
-def _breaker_problems(block: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """`breaker_min_calls` may not exceed `breaker_window` (both valid numbers)."""
-    window = block.get("breaker_window", NUMBER_KEYS["breaker_window"].default)
-    min_calls = block.get("breaker_min_calls", NUMBER_KEYS["breaker_min_calls"].default)
-    if min_calls <= window:
-        return []
-    key = "breaker_min_calls" if "breaker_min_calls" in block else "breaker_window"
-    problem = (
-        f"breaker_min_calls ({_shown(min_calls)}) must be at most breaker_window ({_shown(window)})"
-    )
-    return [(f"http.{key}", problem)]
-
-
-def _shown(value: Any) -> str:
-    """A configured value as a problem echoes it: capped (`config_files.shown`), and with every
-    secret the redaction rule knows (URL user information, credential variables' values, bearer
-    and `sk-` keys) as `***`, so a URL's password never reaches a message."""
-    return redact(shown(value))

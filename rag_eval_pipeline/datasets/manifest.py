@@ -29,11 +29,11 @@ from typing import Annotated, Any, Literal
 
 import pandas as pd
 import yaml
-from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError, WithJsonSchema
 from pydantic_core import ErrorDetails
 
 from rag_eval_pipeline.datasets.errors import ValidationIssue
-from rag_eval_pipeline.datasets.http_config import http_config_problems
+from rag_eval_pipeline.datasets.http_config import http_block_schema, http_config_problems
 from rag_eval_pipeline.datasets.versions import escapes_folder
 from rag_eval_pipeline.storage.config_files import ConfigModel, dotted, problem_text, shown
 from rag_eval_pipeline.storage.yaml_files import load_yaml_text
@@ -77,7 +77,7 @@ class DatasetManifest(ConfigModel):
     staged_change_drop: Annotated[float, Field(strict=True, gt=0, le=1)] | None = _setting(
         "a fraction of questions in (0, 1]", default=None
     )
-    http: dict[str, Any] | None = _setting(
+    http: Annotated[dict[str, Any], WithJsonSchema(http_block_schema())] | None = _setting(
         "a mapping of the http system's settings (docs/http-system.md)", default=None
     )
 

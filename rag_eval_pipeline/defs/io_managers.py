@@ -11,6 +11,7 @@ memory stays bounded through the asset boundary; a folder of tables read as an i
 """
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -32,8 +33,9 @@ from rag_eval_pipeline.defs.run_ownership import claim_run
 from rag_eval_pipeline.defs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.batches import TableBatches
-from rag_eval_pipeline.storage.objects import storage_path
+from rag_eval_pipeline.storage.objects import is_local, storage_path
 from rag_eval_pipeline.storage.parquet import (
+    LOCKS_FOLDER,
     MissingPartitionError,
     StoredTables,
     escape_partition_path,
@@ -58,6 +60,7 @@ class ParquetIOManager(UPathIOManager):
     def __init__(self, base_path: UPath, fingerprint: str | None = None) -> None:
         super().__init__(base_path=base_path)
         self.fingerprint = fingerprint
+        self.locks = Path(base_path.path) / LOCKS_FOLDER if is_local(base_path) else None
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
         """Escape a leading `/` and `..` segments: partition keys never climb out of the base."""
@@ -69,7 +72,7 @@ class ParquetIOManager(UPathIOManager):
                 write_parquet_atomically(obj, path)
         elif isinstance(obj, Mapping):
             with machine_failures_fail_the_step(path.with_suffix("")):
-                write_tables_atomically(obj, path.with_suffix(""))
+                write_tables_atomically(obj, path.with_suffix(""), locks=self.locks)
         else:
             raise TypeError(
                 f"{context.asset_key.to_user_string()}: ParquetIOManager stores DataFrames or "

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from rag_eval_pipeline.datasets.http_config import HttpSystemConfig
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.evaluation.comparison import VariantsFile, load_plan
 from rag_eval_pipeline.evaluation.composite import COMPOSITE_FILE, CompositeFile, load_weights
@@ -31,6 +32,7 @@ MODELS: dict[str, type[ConfigModel]] = {
     "criteria.yaml": CriteriaFile,
     "variants.yaml": VariantsFile,
     "dataset.yaml": DatasetManifest,
+    "http.yaml": HttpSystemConfig,  # the file RAG_EVAL_SYSTEM_HTTP names, or dataset.yaml's http
 }
 VARIANTS_FILE = PROJECT_ROOT / "config" / "variants.yaml"
 

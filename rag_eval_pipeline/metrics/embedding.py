@@ -161,6 +161,43 @@ def cluster_quality(
     the number of rows per block. Raises ``ValueError`` for empty input, mismatched shapes,
     missing labels or non-finite embeddings.
     """
+    embeddings, labels = _checked_inputs(embeddings, labels, silhouette_sample_size, chunk_size)
+    n = embeddings.shape[0]
+    _, codes = np.unique(labels, return_inverse=True)
+    codes = codes.reshape(-1)
+    counts = np.bincount(codes)
+    raw_sums, unit_sums, unit_sq_norms = _cluster_sums(
+        embeddings, codes, counts.shape[0], chunk_size
+    )
+    rows = _silhouette_rows(n, silhouette_sample_size, seed)
+    return {
+        "n_items": n,
+        "n_clusters": counts.shape[0],
+        "total_pairs": int(np.sum(counts * (counts - 1) // 2)),
+        "avg_intra_cluster_sim": _mean_intra_similarity(counts, unit_sums, unit_sq_norms),
+        "avg_inter_cluster_dist": _mean_centroid_distance(raw_sums / counts[:, None], chunk_size),
+        "silhouette_score": _cosine_silhouette(embeddings, codes, rows, chunk_size),
+        "silhouette_sample_size": n if rows is None else int(rows.shape[0]),
+    }
+
+
+def _silhouette_rows(n: int, sample_size: int | None, seed: int) -> np.ndarray | None:
+    """The sorted rows the silhouette scores when ``n > sample_size`` (a uniform sample without
+    replacement, see :func:`cluster_quality`); None: every row."""
+    if sample_size is None or n <= sample_size:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n, size=sample_size, replace=False))
+
+
+def _checked_inputs(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    silhouette_sample_size: int | None,
+    chunk_size: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``embeddings`` and ``labels`` as arrays; ``ValueError`` for what
+    :func:`cluster_quality` refuses."""
     embeddings = np.asarray(embeddings)
     labels = np.asarray(labels)
     if embeddings.ndim != 2:
@@ -178,14 +215,16 @@ def cluster_quality(
         )
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be ≥ 1, got {chunk_size}")
+    return embeddings, labels
 
-    _, codes = np.unique(labels, return_inverse=True)
-    codes = codes.reshape(-1)
-    counts = np.bincount(codes)
-    k = counts.shape[0]
 
-    raw_sums = np.zeros((k, dim))
-    unit_sums = np.zeros((k, dim))
+def _cluster_sums(
+    embeddings: np.ndarray, codes: np.ndarray, k: int, chunk_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per cluster (``k × d``, ``k × d``, ``k``): the sum of its rows as given, the sum of its
+    L2-normalized rows and the sum of their squared norms, accumulated block by block."""
+    raw_sums = np.zeros((k, embeddings.shape[1]))
+    unit_sums = np.zeros((k, embeddings.shape[1]))
     unit_sq_norms = np.zeros(k)
     for positions, block in _blocks(embeddings, None, chunk_size):
         block_codes = codes[positions]
@@ -195,26 +234,19 @@ def cluster_quality(
         unit_sq_norms += np.bincount(
             block_codes, weights=np.einsum("ij,ij->i", unit, unit), minlength=k
         )
+    return raw_sums, unit_sums, unit_sq_norms
 
+
+def _mean_intra_similarity(
+    counts: np.ndarray, unit_sums: np.ndarray, unit_sq_norms: np.ndarray
+) -> float:
+    """``avg_intra_cluster_sim`` of :func:`cluster_quality` from the per-cluster sums."""
     multi = counts >= 2
+    if not multi.any():
+        return math.nan
     pair_sims = np.einsum("ij,ij->i", unit_sums[multi], unit_sums[multi]) - unit_sq_norms[multi]
     sizes = counts[multi].astype(np.float64)
-    intra = float(np.mean(pair_sims / (sizes * (sizes - 1)))) if multi.any() else math.nan
-
-    rows = None
-    if silhouette_sample_size is not None and n > silhouette_sample_size:
-        rng = np.random.default_rng(seed)
-        rows = np.sort(rng.choice(n, size=silhouette_sample_size, replace=False))
-
-    return {
-        "n_items": n,
-        "n_clusters": k,
-        "total_pairs": int(np.sum(counts * (counts - 1) // 2)),
-        "avg_intra_cluster_sim": intra,
-        "avg_inter_cluster_dist": _mean_centroid_distance(raw_sums / counts[:, None], chunk_size),
-        "silhouette_score": _cosine_silhouette(embeddings, codes, rows, chunk_size),
-        "silhouette_sample_size": n if rows is None else int(rows.shape[0]),
-    }
+    return float(np.mean(pair_sims / (sizes * (sizes - 1))))
 
 
 def kmeans_labels(

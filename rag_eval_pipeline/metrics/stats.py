@@ -1,9 +1,11 @@
 """Aggregation statistics shared by every quality asset.
 
 All functions are pure (numpy, pandas and scipy) and deterministic for a given ``seed``. The
-sign test, Fisher's tails, Benjamini–Hochberg and the bootstrap are scipy's; the permutation
-tests are this module's own, because they are measurably better for the verdicts
-(``benchmarks/stats_peers.py``, figures in ``docs/benchmarks.md``): the exact sign-flip test
+sign test, Fisher's tails and Benjamini–Hochberg are scipy's. The percentile bootstrap is
+``scipy.stats.bootstrap``'s by definition (same draws, same quantiles, checked by a test) but
+computed here, because scipy's fixed cost per call is most of a small sample's interval
+(``benchmarks/stats_peers.py``). The permutation tests are this module's own, because they are
+measurably better for the verdicts (figures in ``docs/benchmarks.md``): the exact sign-flip test
 enumerates distinct sums by meet-in-the-middle where ``scipy.stats.permutation_test``
 enumerates every sign pattern (infeasible beyond about 20 changed items, and the verdicts
 enumerate up to 40), and both one-sided tails come from one set of seeded draws (scipy draws
@@ -14,7 +16,7 @@ Resampling scheme
 Bootstrap resamples are ``scipy.stats.bootstrap``'s: indices drawn from
 ``numpy.random.default_rng(seed)`` with ``rng.integers(0, n, size=(chunk, n))``, chunk after
 chunk, so resample ``r`` is the ``r``-th row of one long ``(n_resamples, n)`` index matrix.
-The matrix is never materialized at once: chunks (scipy's ``batch``) hold at most
+The matrix is never materialized at once: chunks hold at most
 ``_MAX_CHUNK_ELEMENTS`` indices, which bounds memory for large ``n``. The result equals a naive
 loop calling ``rng.integers(0, n, size=n)`` once per resample.
 
@@ -44,6 +46,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "benjamini_hochberg",
     "bootstrap_ci",
+    "bootstrap_cis",
     "compare_paired",
     "fisher_exact_tails",
     "fisher_p_floor",
@@ -89,22 +92,42 @@ def _chunk_sizes(n_resamples: int, n: int) -> Iterator[int]:
         yield min(chunk, n_resamples - start)
 
 
-def _bootstrap_interval(
-    values: np.ndarray, confidence: float, n_resamples: int, seed: int
-) -> tuple[float, float]:
-    """``scipy.stats.bootstrap``'s percentile interval of the mean, drawing its resamples from
-    ``numpy.random.default_rng(seed)`` in chunks of ``_chunk_sizes`` (see module docstring)."""
-    result = scipy_stats.bootstrap(
-        (values,),
-        np.mean,
-        n_resamples=n_resamples,
-        batch=next(_chunk_sizes(n_resamples, values.size)),
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
+def _bootstrap_intervals(
+    samples: np.ndarray, confidence: float, n_resamples: int, seed: int
+) -> np.ndarray:
+    """The percentile interval of the mean of each row of ``samples`` (``k`` rows of ``n``
+    values) as ``(k, 2)`` ``[low, high]``: the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` linear quantiles of the means of ``n_resamples`` resamples whose
+    indices are drawn as the module docstring says, one index matrix for every row.
+
+    For each row this is ``scipy.stats.bootstrap((row,), np.mean, method="percentile",
+    rng=numpy.random.default_rng(seed))`` by definition (the same draws, the same quantiles; a
+    test checks they agree), and each row's interval is bit for bit the one of that row alone.
+    It is computed here, not by scipy, because scipy's fixed cost per call is most of a small
+    sample's interval, and in one scipy call for several samples numpy sums the resamples in
+    another order, so each interval's last bits would depend on the samples batched with it;
+    the benchmark is ``benchmarks/stats_peers.py`` (bootstrap rows)."""
+    rows, size = samples.shape
+    rng = np.random.default_rng(seed)
+    means = np.concatenate(
+        [
+            # each resample contiguous, so its mean sums as the same resample's alone
+            np.take(samples, rng.integers(0, size, size=(chunk, size)), axis=1)
+            .reshape(-1, size)
+            .mean(axis=1)
+            .reshape(rows, chunk)
+            for chunk in _chunk_sizes(n_resamples, rows * size)
+        ],
+        axis=1,
     )
-    interval = result.confidence_interval
-    return (float(interval.low), float(interval.high))
+    alpha = 1.0 - confidence
+    return np.quantile(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1).T
+
+
+def _resampled(size: int, normal_above: int) -> bool:
+    """Whether :func:`bootstrap_ci` resamples a sample of ``size`` values (else its interval
+    is exact, ``(nan, nan)`` or ``(v, v)``, or the normal one)."""
+    return 1 < size <= normal_above
 
 
 def bootstrap_ci(
@@ -140,11 +163,12 @@ def bootstrap_ci(
         return (float("nan"), float("nan"))
     if array.size == 1:
         return (float(array[0]), float(array[0]))
-    if array.size > normal_above:
+    if not _resampled(array.size, normal_above):
         half_width = NormalDist().inv_cdf(0.5 + confidence / 2.0) * array.std(ddof=1)
         half_width /= math.sqrt(array.size)
         return (float(array.mean() - half_width), float(array.mean() + half_width))
-    return _bootstrap_interval(array, confidence, n_resamples, seed)
+    [(low, high)] = _bootstrap_intervals(array[np.newaxis], confidence, n_resamples, seed)
+    return (float(low), float(high))
 
 
 def _paired_differences(a: ArrayLike, b: ArrayLike) -> np.ndarray:
@@ -632,19 +656,48 @@ def percentiles(values: ArrayLike, qs: Sequence[float] = (50, 95, 99)) -> dict[s
     return {f"p{q:g}": float(result) for q, result in zip(q_array, results, strict=True)}
 
 
-def _metric_row(
-    values: pd.Series, confidence: float, n_resamples: int, seed: int
-) -> dict[str, float | int]:
+def _present(values: pd.Series) -> np.ndarray:
+    """The non-missing values of a column as float64."""
     array = values.to_numpy(dtype=np.float64, na_value=np.nan)
-    array = array[~np.isnan(array)]
+    return array[~np.isnan(array)]
+
+
+def bootstrap_cis(
+    samples: Sequence[ArrayLike],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> list[tuple[float, float]]:
+    """:func:`bootstrap_ci` of each sample (1-D, finite: ``ValueError`` otherwise); the samples
+    it resamples that have one size share one index matrix (:func:`_bootstrap_intervals`),
+    drawn once instead of once per sample."""
+    _check_resampling(confidence, n_resamples)
+    arrays = [_as_finite_1d(sample, f"samples[{i}]") for i, sample in enumerate(samples)]
+    intervals: dict[int, tuple[float, float]] = {}
+    by_size: dict[int, list[int]] = {}
+    for index, array in enumerate(arrays):
+        if _resampled(array.size, NORMAL_APPROXIMATION_ABOVE):
+            by_size.setdefault(array.size, []).append(index)
+        else:
+            intervals[index] = bootstrap_ci(
+                array, confidence=confidence, n_resamples=n_resamples, seed=seed
+            )
+    for members in by_size.values():
+        stacked = np.stack([arrays[index] for index in members])
+        bounds = _bootstrap_intervals(stacked, confidence, n_resamples, seed)
+        intervals.update(zip(members, map(tuple, bounds.tolist()), strict=True))
+    return [intervals[index] for index in range(len(arrays))]
+
+
+def _metric_row(array: np.ndarray, interval: tuple[float, float]) -> dict[str, float | int]:
     count = array.size
-    ci_low, ci_high = bootstrap_ci(array, confidence=confidence, n_resamples=n_resamples, seed=seed)
     return {
         "mean": float(array.mean()) if count else float("nan"),
         "std": float(array.std(ddof=1)) if count >= 2 else float("nan"),
         "count": count,
-        "ci_low": ci_low,
-        "ci_high": ci_high,
+        "ci_low": interval[0],
+        "ci_high": interval[1],
     }
 
 
@@ -668,7 +721,8 @@ def summarize(
     * ``count`` — number of non-NaN values. Rows with NaN (or ``pd.NA``) in a value column
       are excluded from that metric only; error rows are counted separately by callers;
     * ``ci_low`` / ``ci_high`` — :func:`bootstrap_ci` of the mean (same ``seed`` for every
-      cell, so the table is deterministic).
+      cell, so the table is deterministic; cells of one size are resampled together, with
+      the intervals they have alone).
 
     A metric with ``count == 0`` in a group gets NaN statistics. Columns are
     ``[*group_columns, "metric", "mean", "std", "count", "ci_low", "ci_high"]``; rows are
@@ -688,14 +742,20 @@ def summarize(
         groups = frame.groupby(group_columns, sort=True, dropna=False)
     else:
         groups = [((), frame)]
+    cells = [
+        (keys, column, _present(group[column]))
+        for keys, group in groups
+        for column in value_columns
+    ]
+    samples = [sample for *_, sample in cells]
+    intervals = bootstrap_cis(samples, confidence=confidence, n_resamples=n_resamples, seed=seed)
     rows = [
         {
             **dict(zip(group_columns, keys, strict=True)),
             "metric": column,
-            **_metric_row(group[column], confidence, n_resamples, seed),
+            **_metric_row(sample, interval),
         }
-        for keys, group in groups
-        for column in value_columns
+        for (keys, column, sample), interval in zip(cells, intervals, strict=True)
     ]
     result = pd.DataFrame(rows, columns=[*group_columns, *SUMMARY_COLUMNS])
     return result.astype({"count": np.int64})

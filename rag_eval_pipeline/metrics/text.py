@@ -365,44 +365,46 @@ def citation_scores(
     """
     _check_aligned("answers", answers, "retrieved_ids", retrieved_ids)
     _check_aligned("answers", answers, "relevant_ids", relevant_ids)
-    rows = []
-    for answer, retrieved, relevant in zip(answers, retrieved_ids, relevant_ids, strict=True):
-        relevant = set(relevant)
-        cited = _cited_indices(answer)
-        valid = {index for index in cited if 1 <= index <= len(retrieved)}
-        cited_sources = [retrieved[index - 1] for index in valid]
-        relevant_retrieved = relevant.intersection(retrieved)
+    rows = [
+        _citation_row(answer, retrieved, relevant)
+        for answer, retrieved, relevant in zip(answers, retrieved_ids, relevant_ids, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=list(CITATION_COLUMNS)).astype(CITATION_COLUMNS)
 
-        precision = (
-            sum(source in relevant for source in cited_sources) / len(cited) if cited else math.nan
-        )
-        recall = (
-            len(relevant_retrieved.intersection(cited_sources)) / len(relevant_retrieved)
-            if relevant_retrieved
-            else math.nan
-        )
-        if precision == 0 or recall == 0:
-            f1 = 0.0
-        elif math.isnan(precision) or math.isnan(recall):
-            f1 = math.nan
-        else:
-            f1 = 2 * precision * recall / (precision + recall)
-        rows.append((precision, recall, f1, len(cited), len(cited) - len(valid)))
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "citation_precision",
-            "citation_recall",
-            "citation_f1",
-            "n_citations",
-            "n_invalid_citations",
-        ],
-    ).astype(
-        {
-            "citation_precision": np.float64,
-            "citation_recall": np.float64,
-            "citation_f1": np.float64,
-            "n_citations": np.int64,
-            "n_invalid_citations": np.int64,
-        }
+
+CITATION_COLUMNS = {
+    "citation_precision": np.float64,
+    "citation_recall": np.float64,
+    "citation_f1": np.float64,
+    "n_citations": np.int64,
+    "n_invalid_citations": np.int64,
+}
+
+
+def _citation_row(
+    answer: str, retrieved: Sequence[str], relevant: Collection[str]
+) -> tuple[float, float, float, int, int]:
+    """One answer's row of :func:`citation_scores` (its columns, in order)."""
+    relevant = set(relevant)
+    cited = _cited_indices(answer)
+    valid = {index for index in cited if 1 <= index <= len(retrieved)}
+    cited_sources = [retrieved[index - 1] for index in valid]
+    relevant_retrieved = relevant.intersection(retrieved)
+    precision = (
+        sum(source in relevant for source in cited_sources) / len(cited) if cited else math.nan
     )
+    recall = (
+        len(relevant_retrieved.intersection(cited_sources)) / len(relevant_retrieved)
+        if relevant_retrieved
+        else math.nan
+    )
+    return (precision, recall, _f1(precision, recall), len(cited), len(cited) - len(valid))
+
+
+def _f1(precision: float, recall: float) -> float:
+    """``2PR / (P + R)``; 0.0 when either is 0; NaN when either is NaN and neither is 0."""
+    if precision == 0 or recall == 0:
+        return 0.0
+    if math.isnan(precision) or math.isnan(recall):
+        return math.nan
+    return 2 * precision * recall / (precision + recall)

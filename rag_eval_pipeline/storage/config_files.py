@@ -72,16 +72,22 @@ def problem_text(model: type[BaseModel], problem: ErrorDetails) -> str:
     location = tuple(problem["loc"])
     key = dotted(location) or "top level"
     if problem["type"] == "extra_forbidden":
-        known = field_names(model, location[:-1])
-        close = difflib.get_close_matches(str(location[-1]), known, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
-        return f"{key} = {shown(problem.get('input'))}: unknown key; {hint}"
+        return f"{key} = {shown(problem.get('input'))}: {unknown_key(model, location)}"
     message = str(problem["msg"]).removeprefix("Value error, ")
     if problem["type"] == "missing":
         return f"{key}: missing (required)"
     if problem["type"] == "value_error":
         return f"{key}: {message}"
     return f"{key} = {shown(problem.get('input'))}: {message}"
+
+
+def unknown_key(model: type[BaseModel], location: tuple[Any, ...]) -> str:
+    """`unknown key; did you mean '<the closest valid key>'?` (else the keys valid there) for
+    the key at `location` of a validation by `model`."""
+    known = field_names(model, location[:-1])
+    close = difflib.get_close_matches(str(location[-1]), known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    return f"unknown key; {hint}"
 
 
 def dotted(location: tuple[Any, ...]) -> str:

@@ -3,7 +3,8 @@ atomically: the storage under both the Dagster IO manager and the reports, cache
 
 A file is published with `objects.write_atomically` (locally a renamed temporary sibling, on an
 object store one object committed whole). A folder of tables (several files that must change
-together) is, locally, built aside and swapped in with one rename. On an object store, where
+together) is, locally, built aside and swapped in with one rename, its writers taking turns on
+a lock file in the warehouse's `LOCKS_FOLDER`. On an object store, where
 nothing renames a prefix, each write is a new *generation*: the tables go under
 `<folder>/<generation>/`, then the manifest `<folder>/_tables.json`, one object naming the
 generation, is replaced; readers read the manifest first, so they see the old generation or
@@ -13,7 +14,7 @@ at most two generations.
 """
 
 import ctypes
-import fcntl
+import hashlib
 import io
 import json
 import os
@@ -21,8 +22,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import BinaryIO
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import FileLock
 from upath import UPath
 
 from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
@@ -44,6 +45,7 @@ from rag_eval_pipeline.storage.objects import (
 )
 
 TABLES_MANIFEST = "_tables.json"
+LOCKS_FOLDER = ".locks"  # in a local warehouse's base: the lock files of its table folders
 GENERATION_PREFIX = "generation-"
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -144,28 +146,32 @@ def _swap_directories(staging: Path, target: Path) -> None:
         os.replace(retired, staging)
 
 
-@contextmanager
-def _exclusive(folder: Path) -> Iterator[None]:
-    """Serialize writers of one folder's entries across threads and processes (flock).
-
-    The lock is the folder itself, not a lock file: `filelock` needs a file it can open for
-    writing, which would leave one beside every partition in the warehouse."""
-    descriptor = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(descriptor)
+def _exclusive(target: Path, locks: Path) -> FileLock:
+    """The lock that serializes writers of the table folder `target` across threads and
+    processes: a `filelock` on `<locks>/<digest of target's resolved path>.lock`, so the lock
+    files of a warehouse sit in one folder, none beside a partition."""
+    locks.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(os.fsencode(target.resolve())).hexdigest()[:32]
+    return FileLock(locks / f"{digest}.lock")
 
 
-def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath) -> None:
+def _machine_locks() -> Path:
+    """The default folder of table-folder locks: this user's, in the temporary directory."""
+    return Path(tempfile.gettempdir()) / f"rag-eval-locks-{os.getuid()}"
+
+
+def write_tables_atomically(
+    tables: Mapping[str, pd.DataFrame | TableBatches], path: UPath, *, locks: Path | None = None
+) -> None:
     """Write a folder of tables that readers always find complete: the old set or the new one.
 
     The manifest lists the tables by name, and under `"batched"` those given as
     :class:`TableBatches`, which :func:`read_tables` gives back as such (read chunk by chunk).
     Locally the folder is built aside and swapped in; concurrent writers of the same partition
-    are serialized with a lock on the parent folder. On an object store it is published as a
-    new generation (see the module docstring).
+    are serialized with a lock file in `locks`: the IO manager passes its warehouse's
+    `LOCKS_FOLDER`; by default `rag-eval-locks-<uid>` in the temporary directory, which
+    serializes the writers of one machine that share it. On an object store it is published as a new
+    generation (see the module docstring) and `locks` is unused.
     """
     if not is_local(path):
         _publish_generation(tables, path)
@@ -182,7 +188,7 @@ def write_tables_atomically(tables: Mapping[str, pd.DataFrame | TableBatches], p
             with open(staging / f"{name}.parquet", "wb") as handle:
                 _write_parquet(frame, handle)
         (staging / TABLES_MANIFEST).write_text(json.dumps(_manifest(tables)))
-        with _exclusive(target.parent):
+        with _exclusive(target, locks or _machine_locks()):
             _swap_directories(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
