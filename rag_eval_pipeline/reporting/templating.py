@@ -1,10 +1,10 @@
 """The jinja2 environment of the HTML report (`reporting/templates/`).
 
 Autoescaping is on for every template, and every value a template writes first has its
-invisible characters shown as escapes (`finalize`: `escaping.visible_text`, the rule of every
-sink), so untrusted text is escaped for HTML by jinja2 and for display by the house rule,
-whatever the template. Undefined names fail loudly (`StrictUndefined`). The filters format
-chart coordinates: `f1` a number with one decimal, `points` an SVG point list.
+invisible and control characters shown as escapes (`finalize`: `shown`), so untrusted text is
+escaped for HTML by jinja2 and for display by the house rule, whatever the template.
+Undefined names fail loudly (`StrictUndefined`). The filters format chart coordinates: `f1` a
+number with one decimal, `points` an SVG point list.
 """
 
 from __future__ import annotations
@@ -16,15 +16,17 @@ import jinja2
 from markupsafe import Markup
 
 from rag_eval_pipeline.reporting.charts import REGRESSION_COLOR
-from rag_eval_pipeline.text.escaping import visible_text
+from rag_eval_pipeline.text.escaping import terminal_text
 
 
 def shown(value: object) -> object:
-    """A template value with its invisible characters shown (`escaping.visible_text`); markup
+    """A template value with its invisible and control characters shown as `\\uNNNN` and
+    `\\xNN` escapes (`escaping.terminal_text`: a bidi control reorders a page as it does a
+    terminal, an escape character hides in it and makes the SVG ill-formed XML); markup
     rendered by a macro stays markup (the characters it escapes are never HTML syntax)."""
     if isinstance(value, Markup):
-        return Markup(visible_text(value))
-    return visible_text(value) if isinstance(value, str) else value
+        return Markup(terminal_text(value))
+    return terminal_text(value) if isinstance(value, str) else value
 
 
 def one_decimal(value: float) -> str:
