@@ -54,15 +54,9 @@ class ScoreRow:
 
 @dataclass(frozen=True)
 class SummaryTable:
-    """A scorecard summary: its rows by tier, a tier header row when there are several, a
-    Trend column when sparklines were given."""
+    """A tier's scorecard table."""
 
-    groups: list[tuple[str, list[ScoreRow]]]
-    trends: bool
-
-    @property
-    def columns(self) -> int:
-        return 9 if self.trends else 8
+    rows: list[ScoreRow]
 
 
 @dataclass(frozen=True)
@@ -122,13 +116,13 @@ def summary_table(
     baseline: Baseline | None,
     regressions: pd.DataFrame,
     headline_metrics: Sequence[str],
-    comparisons: pd.DataFrame | None = None,
-    sparks: Mapping[Key, Sparkline] | None = None,
+    comparisons: pd.DataFrame | None,
+    sparks: Mapping[Key, Sparkline],
 ) -> SummaryTable | None:
-    """Thresholded and headline metrics of the partition by tier (None when there are none);
+    """The thresholded and headline metrics of one tier's rows (None when there are none);
     Δ says when the metric is not comparable because a model changed, "Detectable" the
     smallest change in the bad direction the comparison could have flagged (its
-    `detectable_change`), and "Trend" (with `sparks`) the metric's sparkline."""
+    `detectable_change`), and "Trend" the metric's sparkline (of `sparks`, if it has one)."""
     rows = scorecard[
         (scorecard["tier"] != DATASET_TIER)
         & (scorecard["band"].isin(BANDS) | scorecard["metric"].isin(headline_metrics))
@@ -138,30 +132,27 @@ def summary_table(
     regressed = set(regressions[KEY].itertuples(index=False, name=None))
     incomparable = model_changes(comparisons)
     detectable = detectable_changes(comparisons)
-    groups = []
-    for tier, group in with_baseline_change(rows, baseline).groupby("tier", sort=True):
-        table_rows = []
-        for r in group.itertuples():
-            key = (r.tier, r.system, r.metric)
-            change, state = change_cell(r, key in regressed, incomparable.get(key))
-            table_rows.append(
-                ScoreRow(
-                    system=r.system,
-                    metric=r.metric,
-                    lower_is_better=not bool(r.higher_is_better),
-                    value=format_value(r.value),
-                    ci=format_ci(r.ci_low, r.ci_high),
-                    n=format_count(r.count),
-                    change=change,
-                    change_state=state,
-                    detectable=format_detectable(detectable.get(key, math.nan)),
-                    band=band_of(r.band),
-                    regressed=key in regressed,
-                    trend=None if sparks is None else sparks.get(key),
-                )
+    table_rows = []
+    for r in with_baseline_change(rows, baseline).itertuples():
+        key = (r.tier, r.system, r.metric)
+        change, state = change_cell(r, key in regressed, incomparable.get(key))
+        table_rows.append(
+            ScoreRow(
+                system=r.system,
+                metric=r.metric,
+                lower_is_better=not bool(r.higher_is_better),
+                value=format_value(r.value),
+                ci=format_ci(r.ci_low, r.ci_high),
+                n=format_count(r.count),
+                change=change,
+                change_state=state,
+                detectable=format_detectable(detectable.get(key, math.nan)),
+                band=band_of(r.band),
+                regressed=key in regressed,
+                trend=sparks.get(key),
             )
-        groups.append((str(tier), table_rows))
-    return SummaryTable(groups, sparks is not None)
+        )
+    return SummaryTable(table_rows)
 
 
 def detectable_changes(comparisons: pd.DataFrame | None) -> dict[Key, float]:
