@@ -39,6 +39,10 @@ MAX_POINT_MARKERS = 60
 # last, lowest and highest points off the axes.
 RIGHT, TOP, INNER = 24, 14, 14
 MIN_LEFT = 58
+# From the plot's bottom: the date labels' baseline, the legend's first row; under the legend.
+DATE_LABEL_DROP, LEGEND_DROP, BOTTOM_MARGIN = 19, 34, 6
+# A value label: its right end left of the axis, its baseline under the tick (12.5 px font).
+VALUE_LABEL_GAP, VALUE_LABEL_DROP = 8, 4
 # Legend: row height, swatch width plus gap, px per label character, gap after an entry.
 LEGEND_ROW, LEGEND_SWATCH, LEGEND_CHAR_PX, LEGEND_GAP = 18, 26, 7.2, 18
 SPARK_WIDTH, SPARK_HEIGHT, SPARK_PAD = 96, 22, 3
@@ -199,30 +203,32 @@ def line_chart(
     labels = [tick_label(tick, ticks[1] - ticks[0]) for tick in ticks]
     left = max(MIN_LEFT, math.ceil(TICK_LABEL_GAP + TICK_CHAR_PX * max(map(len, labels))))
     right, bottom = width - RIGHT, TOP + plot_height
-    x_of = _date_scale(sorted({d for s in series for d in s.dates}), left, right)
+    all_dates = sorted({d for s in series for d in s.dates})
+    x_of = _date_scale(all_dates, left, right)
     low, high = ticks[0], ticks[-1]
 
     def y_of(value: float) -> float:
         return TOP + INNER / 2 + (high - value) / (high - low) * (plot_height - INNER)
 
-    all_dates = sorted({d for s in series for d in s.dates})
-    legend = _legend(_legend_items(series), left, bottom + 34, right)
-    legend_height = int(legend[-1].y - (bottom + 34)) + LEGEND_ROW if legend else LEGEND_ROW
+    legend_top = bottom + LEGEND_DROP
+    legend = _legend(_legend_items(series), left, legend_top, right)
+    legend_height = int(legend[-1].y - legend_top if legend else 0) + LEGEND_ROW
     markers = len(all_dates) <= MAX_POINT_MARKERS
     return LineChart(
         title=title,
         width=width,
-        height=bottom + 34 + legend_height + 6,
+        height=legend_top + legend_height + BOTTOM_MARGIN,
         left=left,
         right=right,
         top=TOP,
         bottom=bottom,
         value_ticks=[
-            Tick(y_of(t), label, left - 8, y_of(t) + 4)
+            Tick(y_of(t), label, left - VALUE_LABEL_GAP, y_of(t) + VALUE_LABEL_DROP)
             for t, label in zip(ticks, labels, strict=True)
         ],
         date_ticks=[
-            Tick(x_of(day), day, x_of(day), bottom + 19) for day in dates_to_label(all_dates, x_of)
+            Tick(x_of(day), day, x_of(day), bottom + DATE_LABEL_DROP)
+            for day in dates_to_label(all_dates, x_of)
         ],
         series=[_drawing(s, x_of, y_of, markers=markers) for s in series],
         legend=legend,
