@@ -22,11 +22,11 @@ from rag_eval_pipeline.text.escaping import terminal_text
 def shown(value: object) -> object:
     """A template value with its invisible and control characters shown as `\\uNNNN` and
     `\\xNN` escapes (`escaping.terminal_text`: a bidi control reorders a page as it does a
-    terminal, an escape character hides in it and makes the SVG ill-formed XML); markup
-    rendered by a macro stays markup (the characters it escapes are never HTML syntax)."""
-    if isinstance(value, Markup):
-        return Markup(terminal_text(value))
-    return terminal_text(value) if isinstance(value, str) else value
+    terminal, an escape character hides in it and makes the SVG ill-formed XML). The output of
+    a macro passes as it is: every value in it was shown already."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return terminal_text(value)
+    return value
 
 
 def one_decimal(value: float) -> str:
