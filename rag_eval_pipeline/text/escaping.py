@@ -18,7 +18,8 @@ Every sink but the prompt also shows invisible characters as `\\uNNNN` escapes
 (`visible_text`): Unicode bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F,
 U+061C), which reorder what is displayed ("Trojan Source": `prod\\u202egnp.exe` is displayed
 as `prodexe.png`), and zero-width characters (U+200B-U+200D, U+2060-U+2064, U+FEFF), which make
-two different names look the same. The HTML report's templates apply it to every value too.
+two different names look the same. The HTML report's templates apply `terminal_text` to every
+value before autoescaping (control characters hide in a page too).
 """
 
 from __future__ import annotations
