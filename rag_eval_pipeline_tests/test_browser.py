@@ -25,6 +25,7 @@ from rag_eval_pipeline_tests.ui_browser import (
     block_other_origins,
     chromium,
     chromium_path,
+    plot_canvas,
     settle,
     show_plots,
     ui_page,
@@ -43,6 +44,9 @@ PAGE_TIMEOUT_S = 60.0
 # a metric of one version: each version is its own series (`defs.metadata.plotted_key`)
 PLOTTED_KEY = f"{TIER1_VERSION}/reranked/hit_rate@1"
 PARTITION_EVENTS_QUERY = "AssetPartitionEventsQuery"
+# the community dialog's heading, and the query the UI asks whether to show it with
+COMMUNITY_DIALOG = "Join the Dagster community"
+SHOULD_SHOW_NUX_QUERY = "ShouldShowNux"
 # the pixels of a canvas in the UI's series colour (a saturated blue-violet) and how wide
 # they spread
 SERIES_EXTENT = """(canvas) => {
@@ -232,9 +236,7 @@ def test_the_ui_plots_a_metric_over_two_partitions(
         page = opened.page
         show_plots(page, "", "Partitions")
         settle(page)
-        plot = page.locator(
-            f'xpath=//span[text()="{PLOTTED_KEY}"]/../following-sibling::div//canvas'
-        )
+        plot = plot_canvas(page, PLOTTED_KEY)
         plot.wait_for(state="visible")
         page.wait_for_timeout(1000)  # the chart animates in
         box = plot.bounding_box()
@@ -248,3 +250,31 @@ def test_the_ui_plots_a_metric_over_two_partitions(
         assert distinct_colours(browser, shot) > 50
         assert opened.errors == []
         assert not [url for url in opened.blocked if url.startswith(tier1_webserver)]
+
+
+def test_the_ui_opens_without_the_community_dialog(tier1_webserver: str, browser: Any) -> None:
+    """The shipped dagster.yaml (`nux: enabled: false`) keeps the dialog off on a fresh
+    instance, with nothing marked seen in the browser: the UI asks the webserver, which says
+    no, and the dialog never opens (it would after 1 s)."""
+    answers: list[bool] = []
+
+    def keep(response: Any) -> None:
+        body = response.request.post_data_json or {}
+        if body.get("operationName") == SHOULD_SHOW_NUX_QUERY:
+            answers.append(response.json()["data"]["shouldShowNux"])
+
+    with ui_page(
+        browser,
+        tier1_webserver,
+        "/assets/retrieval_quality",
+        "Latest materialization",
+        UI_VIEWPORT,
+        PAGE_TIMEOUT_S,
+        on_response=keep,
+        community_dialog_seen=False,
+    ) as opened:
+        page = opened.page
+        page.wait_for_timeout(2000)
+        assert answers == [False]
+        assert page.get_by_text(COMMUNITY_DIALOG).count() == 0
+        assert page.get_by_role("dialog").count() == 0
