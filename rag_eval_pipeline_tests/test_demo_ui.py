@@ -194,7 +194,7 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
     """What the user sees (docs/operations.md, "Checks in the UI"): Dagster's list of checks
     aggregates a partitioned check over its partitions (one failed: Failed); the Overview's
     latest execution is the newest partition's (passed); the Partitions tab counts them and
-    shows each day's status."""
+    shows each day's own status."""
     quiet, staged, recovered = (day for day, _ in FLIPS_DAYS)
     health: list[dict] = []
 
@@ -232,5 +232,20 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
             (flips.VERSION, staged): "failed",
             (flips.VERSION, recovered): "passed",
         }
+        page.get_by_text(flips.VERSION, exact=True).first.click()
+        assert partition_status(page, flips.VERSION, staged) == "Failed"
+        assert partition_status(page, flips.VERSION, recovered) == "Passed"
         page.screenshot(path=str(SHOTS / "demo_ui_check_partitions.png"))
         assert opened.errors == []
+
+
+def partition_status(page: Any, version: str, day: str) -> str:
+    """On a check's Partitions tab with `version` picked: pick `day`, and read the status
+    shown beside the partition's name in its detail pane."""
+    page.get_by_text(day, exact=True).first.click()
+    key = f"{version}|{day}"
+    page.get_by_text(key, exact=True).first.wait_for(state="visible")
+    settle(page)
+    shown = page.locator("body").inner_text().split("\n")
+    after = shown[len(shown) - shown[::-1].index(key) :]  # the lines after the last name
+    return next(line for line in after if line.strip())
