@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -45,7 +46,14 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests import flips
-from rag_eval_pipeline_tests.ui_browser import free_port, start_webserver, wait_until_ready
+from rag_eval_pipeline_tests.ui_browser import (
+    INSTALL_HINT,
+    chromium,
+    chromium_path,
+    free_port,
+    start_webserver,
+    wait_until_ready,
+)
 from rag_eval_pipeline_tests.ui_browser import stop_process_group as stop_process_group
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -321,6 +329,16 @@ def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
             )
             assert result.success
         yield ready()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium driven by Playwright, one per module of browser tests."""
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip(f"browser tests need Chromium: {INSTALL_HINT}")
+    with chromium(executable) as running:
+        yield running
 
 
 KINDS = ("unit", "integration", "browser")

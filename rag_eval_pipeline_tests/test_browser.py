@@ -23,7 +23,6 @@ from rag_eval_pipeline_tests.flips import DAY2, HOSTILE_SYSTEM, VERSION
 from rag_eval_pipeline_tests.ui_browser import (
     INSTALL_HINT,
     block_other_origins,
-    chromium,
     chromium_path,
     plot_canvas,
     settle,
@@ -74,13 +73,6 @@ COUNT_COLOURS = """async (src) => {
   const pixels = new Uint32Array(context.getImageData(0, 0, image.width, image.height).data.buffer);
   return new Set(pixels).size;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as running:
-        yield running
 
 
 def distinct_colours(browser: Any, png: Path) -> int:

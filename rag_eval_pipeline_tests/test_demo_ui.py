@@ -34,7 +34,6 @@ from rag_eval_pipeline_tests.conftest import evaluation_resources, instance_with
 from rag_eval_pipeline_tests.ui_browser import (
     INSTALL_HINT,
     chart_data,
-    chromium,
     chromium_path,
     plot_canvas,
     settle,
@@ -57,7 +56,6 @@ CHECK = "scorecard_regressions"
 FLIPS_DAY3 = "2026-11-22"
 VIEWPORT = {"width": 1600, "height": 1400}
 PAGE_TIMEOUT_S = 60.0
-SHOTS = Path("/tmp")
 
 
 @dataclass
@@ -116,13 +114,6 @@ def evaluate(instance: DagsterInstance, version: str, day: str, last: str, resou
     assert result.success, (version, day)
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as running:
-        yield running
-
-
 def drawn_points(chart: dict) -> list[tuple[Any, float]]:
     """The points the chart's one dataset draws (gaps left out), as (x label or x, y)."""
     (dataset,) = chart["datasets"]
@@ -131,7 +122,7 @@ def drawn_points(chart: dict) -> list[tuple[Any, float]]:
 
 
 def test_the_plots_tab_draws_the_dip_and_the_recovery_as_one_line(
-    demo_week: DemoWeek, browser: Any
+    demo_week: DemoWeek, browser: Any, tmp_path: Path
 ) -> None:
     quiet, staged, recovered = expected = demo_week.plotted()
     assert staged < 0.9 * quiet and recovered == quiet  # the staged incident, stored
@@ -143,7 +134,7 @@ def test_the_plots_tab_draws_the_dip_and_the_recovery_as_one_line(
         "Latest materialization",
         VIEWPORT,
         PAGE_TIMEOUT_S,
-        failure_shot=SHOTS / "demo_ui_plots.failed.png",
+        failure_shot=tmp_path / "demo_ui_plots.failed.png",
     ) as opened:
         page = opened.page
         show_plots(page, "", "Partitions")
@@ -158,14 +149,14 @@ def test_the_plots_tab_draws_the_dip_and_the_recovery_as_one_line(
         drawn_x = [x for x, y in by_partition["datasets"][0]["points"] if y is not None]
         assert drawn_x == list(range(drawn_x[0], drawn_x[0] + 3))
         assert any(label.startswith(f"{flips.VERSION}|") for label in by_partition["labels"])
-        canvas.locator("xpath=../../..").screenshot(path=str(SHOTS / "demo_ui_partitions.png"))
+        canvas.locator("xpath=../../..").screenshot(path=str(tmp_path / "demo_ui_partitions.png"))
         show_plots(page, "", "Events")
         settle(page)
         canvas.wait_for(state="visible")
         by_time = drawn_points(chart_data(canvas))  # materialized oldest first
         assert [y for _, y in by_time] == expected
         assert [t for t, _ in by_time] == sorted(t for t, _ in by_time)
-        canvas.locator("xpath=../../..").screenshot(path=str(SHOTS / "demo_ui_events.png"))
+        canvas.locator("xpath=../../..").screenshot(path=str(tmp_path / "demo_ui_events.png"))
         assert opened.errors == []
 
 
@@ -189,7 +180,7 @@ def check_statuses(payload: dict) -> dict[tuple[str, str], str]:
 
 
 def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed(
-    demo_week: DemoWeek, browser: Any
+    demo_week: DemoWeek, browser: Any, tmp_path: Path
 ) -> None:
     """What the user sees (docs/operations.md, "Checks in the UI"): Dagster's list of checks
     aggregates a partitioned check over its partitions (one failed: Failed); the Overview's
@@ -210,7 +201,7 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
         CHECK,
         VIEWPORT,
         PAGE_TIMEOUT_S,
-        failure_shot=SHOTS / "demo_ui_checks.failed.png",
+        failure_shot=tmp_path / "demo_ui_checks.failed.png",
         on_response=keep,
     ) as opened:
         page = opened.page
@@ -222,7 +213,7 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
         assert result.inner_text() == "Passed"
         partition = page.locator('xpath=//*[text()="Partition"]/following-sibling::*[1]')
         assert partition.inner_text() == f"{flips.VERSION}|{recovered}"
-        page.screenshot(path=str(SHOTS / "demo_ui_checks.png"))
+        page.screenshot(path=str(tmp_path / "demo_ui_checks.png"))
         page.locator("button[role=tab]#partitions").click()
         settle(page)
         page.get_by_text("Failed (1)").wait_for(state="visible")
@@ -235,7 +226,7 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
         page.get_by_text(flips.VERSION, exact=True).first.click()
         assert partition_status(page, flips.VERSION, staged) == "Failed"
         assert partition_status(page, flips.VERSION, recovered) == "Passed"
-        page.screenshot(path=str(SHOTS / "demo_ui_check_partitions.png"))
+        page.screenshot(path=str(tmp_path / "demo_ui_check_partitions.png"))
         assert opened.errors == []
 
 
