@@ -331,12 +331,17 @@ def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
         yield ready()
 
 
+# the mark of browser tests: skipped when Chromium is absent
+NO_CHROMIUM = f"browser tests need Chromium: {INSTALL_HINT}"
+NEEDS_CHROMIUM = pytest.mark.skipif(chromium_path() is None, reason=NO_CHROMIUM)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """Headless Chromium driven by Playwright, one per module of browser tests."""
     executable = chromium_path()
     if executable is None:
-        pytest.skip(f"browser tests need Chromium: {INSTALL_HINT}")
+        pytest.skip(NO_CHROMIUM)
     with chromium(executable) as running:
         yield running
 

@@ -18,24 +18,18 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline_tests.conftest import TIER1_DATES, TIER1_VERSION, TwoDates
+from rag_eval_pipeline_tests.conftest import NEEDS_CHROMIUM, TIER1_DATES, TIER1_VERSION, TwoDates
 from rag_eval_pipeline_tests.flips import DAY2, HOSTILE_SYSTEM, VERSION
 from rag_eval_pipeline_tests.ui_browser import (
-    INSTALL_HINT,
     block_other_origins,
-    chromium_path,
+    graphql_answers,
     plot_canvas,
     settle,
     show_plots,
     ui_page,
 )
 
-CHROMIUM = chromium_path()
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.skipif(CHROMIUM is None, reason=f"browser tests need Chromium: {INSTALL_HINT}"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.integration, NEEDS_CHROMIUM]
 REPORT_VIEWPORT = {"width": 1280, "height": 900}
 UI_VIEWPORT = {"width": 1600, "height": 1400}
 PAGE_TIMEOUT_S = 60.0
@@ -208,13 +202,7 @@ def plotted_partitions(payloads: list[dict], key: str) -> set[str]:
 def test_the_ui_plots_a_metric_over_two_partitions(
     tier1_webserver: str, browser: Any, tmp_path: Path
 ) -> None:
-    payloads: list[dict] = []
-
-    def keep(response: Any) -> None:
-        body = response.request.post_data_json or {}
-        if body.get("operationName") == PARTITION_EVENTS_QUERY:
-            payloads.append(response.json())
-
+    payloads, keep = graphql_answers(PARTITION_EVENTS_QUERY)
     with ui_page(
         browser,
         tier1_webserver,
@@ -248,13 +236,7 @@ def test_the_ui_opens_without_the_community_dialog(tier1_webserver: str, browser
     """The shipped dagster.yaml (`nux: enabled: false`) keeps the dialog off on a fresh
     instance, with nothing marked seen in the browser: the UI asks the webserver, which says
     no, and the dialog never opens (it would after 1 s)."""
-    answers: list[bool] = []
-
-    def keep(response: Any) -> None:
-        body = response.request.post_data_json or {}
-        if body.get("operationName") == SHOULD_SHOW_NUX_QUERY:
-            answers.append(response.json()["data"]["shouldShowNux"])
-
+    answers, keep = graphql_answers(SHOULD_SHOW_NUX_QUERY)
     with ui_page(
         browser,
         tier1_webserver,
@@ -267,6 +249,6 @@ def test_the_ui_opens_without_the_community_dialog(tier1_webserver: str, browser
     ) as opened:
         page = opened.page
         page.wait_for_timeout(2000)
-        assert answers == [False]
+        assert [answer["data"]["shouldShowNux"] for answer in answers] == [False]
         assert page.get_by_text(COMMUNITY_DIALOG).count() == 0
         assert page.get_by_role("dialog").count() == 0

@@ -30,24 +30,21 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partit
 from rag_eval_pipeline.defs.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests import flips
-from rag_eval_pipeline_tests.conftest import evaluation_resources, instance_with_webserver
+from rag_eval_pipeline_tests.conftest import (
+    NEEDS_CHROMIUM,
+    evaluation_resources,
+    instance_with_webserver,
+)
 from rag_eval_pipeline_tests.ui_browser import (
-    INSTALL_HINT,
     chart_data,
-    chromium_path,
+    graphql_answers,
     plot_canvas,
     settle,
     show_plots,
     ui_page,
 )
 
-CHROMIUM = chromium_path()
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason=f"browser tests need Chromium: {INSTALL_HINT}"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow, NEEDS_CHROMIUM]
 VERSION = "demo-v2"
 SYSTEM, METRIC = "reference-rag", "hit_rate@10"
 PLOTTED_KEY = f"{VERSION}/{SYSTEM}/{METRIC}"  # defs.metadata.plotted_key
@@ -187,13 +184,7 @@ def test_the_checks_tab_lists_the_check_failed_while_its_latest_execution_passed
     latest execution is the newest partition's (passed); the Partitions tab counts them and
     shows each day's own status."""
     quiet, staged, recovered = (day for day, _ in FLIPS_DAYS)
-    health: list[dict] = []
-
-    def keep(response: Any) -> None:
-        body = response.request.post_data_json or {}
-        if body.get("operationName") == PARTITION_HEALTH_QUERY:
-            health.append(response.json())
-
+    health, keep = graphql_answers(PARTITION_HEALTH_QUERY)
     with ui_page(
         browser,
         demo_week.url,

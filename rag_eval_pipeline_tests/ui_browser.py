@@ -282,6 +282,19 @@ def ui_page(
         context.close()
 
 
+def graphql_answers(operation: str) -> tuple[list[dict], Callable[[Any], None]]:
+    """A list, and an `on_response` callback (`ui_page`) appending to it the JSON answer of
+    every GraphQL request called `operation` the page sends."""
+    answers: list[dict] = []
+
+    def keep(response: Any) -> None:
+        body = response.request.post_data_json or {}
+        if body.get("operationName") == operation:
+            answers.append(response.json())
+
+    return answers, keep
+
+
 def settle(page: Any) -> None:
     """Wait (up to 15 s) until the page has no request in flight."""
     with contextlib.suppress(Exception):
