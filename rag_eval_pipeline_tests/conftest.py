@@ -4,14 +4,16 @@ the real runs several modules read: the `flips` version on two dates (`two_dates
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -44,7 +46,14 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests import flips
-from rag_eval_pipeline_tests.ui_browser import free_port, start_webserver, wait_until_ready
+from rag_eval_pipeline_tests.ui_browser import (
+    INSTALL_HINT,
+    chromium,
+    chromium_path,
+    free_port,
+    start_webserver,
+    wait_until_ready,
+)
 from rag_eval_pipeline_tests.ui_browser import stop_process_group as stop_process_group
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -275,25 +284,41 @@ TIER1_SLICE = [
 WEBSERVER_STARTUP_S = 90.0  # from launch; the code location imports litellm, torch, nltk
 
 
-@pytest.fixture(scope="module")
-def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
-    """The URL of `dagster-webserver` on a temporary instance (the shipped dagster.yaml)
-    holding real materializations of Tier 1 of `scifact-test` (no corpus: cheap) on
-    `TIER1_DATES`; one per module (a server lives no longer than the tests that use it).
-
-    Loading the code location dominates the start-up, so the webserver is launched first and
-    the in-process materializations run while it loads; the UI reads the instance per query.
-    """
-    tmp = tmp_path_factory.mktemp("webserver")
+@contextlib.contextmanager
+def instance_with_webserver(tmp: Path) -> Iterator[tuple[DagsterInstance, Callable[[], str]]]:
+    """A temporary instance (the shipped dagster.yaml, in `tmp/dagster_home`, warehouse
+    `tmp/warehouse`) and `dagster-webserver` launched on it at once: yields the instance and a
+    function returning the webserver's URL once it answers. Loading the code location dominates
+    the start-up, so materialize in process in between: the UI reads the instance per query.
+    The webserver is stopped and the instance disposed on exit."""
     home = tmp / "dagster_home"
     home.mkdir()
     config = yaml.safe_load(SHIPPED_INSTANCE_CONFIG.read_text(encoding="utf-8"))
     (home / "dagster.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     instance = DagsterInstance.from_config(str(home))
-    instance.add_dynamic_partitions(DATASET_VERSION, [TIER1_VERSION])
     port, log, started = free_port(), tmp / "webserver.log", time.monotonic()
     process = start_webserver(home, port, log, {"RAG_EVAL_WAREHOUSE": str(tmp / "warehouse")})
+
+    def ready() -> str:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_ready(url, process, log, deadline=started + WEBSERVER_STARTUP_S)
+        return url
+
     try:
+        yield instance, ready
+    finally:
+        stop_process_group(process)
+        instance.dispose()
+
+
+@pytest.fixture(scope="module")
+def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
+    """The URL of `dagster-webserver` on a temporary instance (`instance_with_webserver`)
+    holding real materializations of Tier 1 of `scifact-test` (no corpus: cheap) on
+    `TIER1_DATES`; one per module (a server lives no longer than the tests that use it)."""
+    tmp = tmp_path_factory.mktemp("webserver")
+    with instance_with_webserver(tmp) as (instance, ready):
+        instance.add_dynamic_partitions(DATASET_VERSION, [TIER1_VERSION])
         for day in TIER1_DATES:
             result = materialize(
                 [*ALL_ASSETS, *ALL_CHECKS],
@@ -303,12 +328,22 @@ def tier1_webserver(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder
                 resources=evaluation_resources(tmp, embedder),
             )
             assert result.success
-        url = f"http://127.0.0.1:{port}"
-        wait_until_ready(url, process, log, deadline=started + WEBSERVER_STARTUP_S)
-        yield url
-    finally:
-        stop_process_group(process)
-        instance.dispose()
+        yield ready()
+
+
+# the mark of browser tests: skipped when Chromium is absent
+NO_CHROMIUM = f"browser tests need Chromium: {INSTALL_HINT}"
+NEEDS_CHROMIUM = pytest.mark.skipif(chromium_path() is None, reason=NO_CHROMIUM)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium driven by Playwright, one per module of browser tests."""
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip(NO_CHROMIUM)
+    with chromium(executable) as running:
+        yield running
 
 
 KINDS = ("unit", "integration", "browser")

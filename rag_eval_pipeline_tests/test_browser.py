@@ -18,24 +18,18 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline_tests.conftest import TIER1_DATES, TIER1_VERSION, TwoDates
+from rag_eval_pipeline_tests.conftest import NEEDS_CHROMIUM, TIER1_DATES, TIER1_VERSION, TwoDates
 from rag_eval_pipeline_tests.flips import DAY2, HOSTILE_SYSTEM, VERSION
 from rag_eval_pipeline_tests.ui_browser import (
-    INSTALL_HINT,
     block_other_origins,
-    chromium,
-    chromium_path,
+    graphql_answers,
+    plot_canvas,
     settle,
     show_plots,
     ui_page,
 )
 
-CHROMIUM = chromium_path()
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.integration,
-    pytest.mark.skipif(CHROMIUM is None, reason=f"browser tests need Chromium: {INSTALL_HINT}"),
-]
+pytestmark = [pytest.mark.browser, pytest.mark.integration, NEEDS_CHROMIUM]
 REPORT_VIEWPORT = {"width": 1280, "height": 900}
 UI_VIEWPORT = {"width": 1600, "height": 1400}
 PAGE_TIMEOUT_S = 60.0
@@ -43,6 +37,9 @@ PAGE_TIMEOUT_S = 60.0
 # a metric of one version: each version is its own series (`defs.metadata.plotted_key`)
 PLOTTED_KEY = f"{TIER1_VERSION}/reranked/hit_rate@1"
 PARTITION_EVENTS_QUERY = "AssetPartitionEventsQuery"
+# the community dialog's heading, and the query the UI asks whether to show it with
+COMMUNITY_DIALOG = "Join the Dagster community"
+SHOULD_SHOW_NUX_QUERY = "ShouldShowNux"
 # the pixels of a canvas in the UI's series colour (a saturated blue-violet) and how wide
 # they spread
 SERIES_EXTENT = """(canvas) => {
@@ -70,13 +67,6 @@ COUNT_COLOURS = """async (src) => {
   const pixels = new Uint32Array(context.getImageData(0, 0, image.width, image.height).data.buffer);
   return new Set(pixels).size;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    assert CHROMIUM is not None
-    with chromium(CHROMIUM) as running:
-        yield running
 
 
 def distinct_colours(browser: Any, png: Path) -> int:
@@ -212,13 +202,7 @@ def plotted_partitions(payloads: list[dict], key: str) -> set[str]:
 def test_the_ui_plots_a_metric_over_two_partitions(
     tier1_webserver: str, browser: Any, tmp_path: Path
 ) -> None:
-    payloads: list[dict] = []
-
-    def keep(response: Any) -> None:
-        body = response.request.post_data_json or {}
-        if body.get("operationName") == PARTITION_EVENTS_QUERY:
-            payloads.append(response.json())
-
+    payloads, keep = graphql_answers(PARTITION_EVENTS_QUERY)
     with ui_page(
         browser,
         tier1_webserver,
@@ -232,9 +216,7 @@ def test_the_ui_plots_a_metric_over_two_partitions(
         page = opened.page
         show_plots(page, "", "Partitions")
         settle(page)
-        plot = page.locator(
-            f'xpath=//span[text()="{PLOTTED_KEY}"]/../following-sibling::div//canvas'
-        )
+        plot = plot_canvas(page, PLOTTED_KEY)
         plot.wait_for(state="visible")
         page.wait_for_timeout(1000)  # the chart animates in
         box = plot.bounding_box()
@@ -248,3 +230,25 @@ def test_the_ui_plots_a_metric_over_two_partitions(
         assert distinct_colours(browser, shot) > 50
         assert opened.errors == []
         assert not [url for url in opened.blocked if url.startswith(tier1_webserver)]
+
+
+def test_the_ui_opens_without_the_community_dialog(tier1_webserver: str, browser: Any) -> None:
+    """The shipped dagster.yaml (`nux: enabled: false`) keeps the dialog off on a fresh
+    instance, with nothing marked seen in the browser: the UI asks the webserver, which says
+    no, and the dialog never opens (it would after 1 s)."""
+    answers, keep = graphql_answers(SHOULD_SHOW_NUX_QUERY)
+    with ui_page(
+        browser,
+        tier1_webserver,
+        "/assets/retrieval_quality",
+        "Latest materialization",
+        UI_VIEWPORT,
+        PAGE_TIMEOUT_S,
+        on_response=keep,
+        community_dialog_seen=False,
+    ) as opened:
+        page = opened.page
+        page.wait_for_timeout(2000)
+        assert [answer["data"]["shouldShowNux"] for answer in answers] == [False]
+        assert page.get_by_text(COMMUNITY_DIALOG).count() == 0
+        assert page.get_by_role("dialog").count() == 0

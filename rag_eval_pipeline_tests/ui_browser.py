@@ -246,14 +246,18 @@ def ui_page(
     init_script: str = "",
     failure_shot: Path | None = None,
     on_response: Callable[[Any], None] | None = None,
+    community_dialog_seen: bool = True,
 ) -> Iterator[OpenPage]:
     """The UI page `url + path` in a fresh offline context (only `url` is reachable: the UI
     embeds dagster.io iframes and Google fonts), once `ready_text` is visible, the community
-    dialog dismissed; `UIError` if it never renders (the page saved as `failure_shot`).
-    `on_response` sees every response from the first one on."""
+    dialog marked seen in the browser unless `community_dialog_seen` is False; `UIError` if it
+    never renders (the page saved as `failure_shot`). `on_response` sees every response from
+    the first one on."""
     context = browser.new_context(viewport=dict(viewport))
     try:
-        context.add_init_script(COMMUNITY_DIALOG_SEEN + init_script)
+        context.add_init_script(
+            (COMMUNITY_DIALOG_SEEN if community_dialog_seen else "") + init_script
+        )
         opened = OpenPage(context.new_page(), block_other_origins(context, (url,)), [])
         opened.page.on("pageerror", lambda error: opened.errors.append(str(error)))
         if on_response:
@@ -271,11 +275,24 @@ def ui_page(
             ) from error
         settle(opened.page)
         skip = opened.page.get_by_role("button", name="Skip")
-        if skip.count():
+        if community_dialog_seen and skip.count():
             skip.first.click()
         yield opened
     finally:
         context.close()
+
+
+def graphql_answers(operation: str) -> tuple[list[dict], Callable[[Any], None]]:
+    """A list, and an `on_response` callback (`ui_page`) appending to it the JSON answer of
+    every GraphQL request called `operation` the page sends."""
+    answers: list[dict] = []
+
+    def keep(response: Any) -> None:
+        body = response.request.post_data_json or {}
+        if body.get("operationName") == operation:
+            answers.append(response.json())
+
+    return answers, keep
 
 
 def settle(page: Any) -> None:
@@ -294,3 +311,37 @@ def show_plots(page: Any, key_filter: str, x_axis: str) -> None:
     page.wait_for_timeout(500)
     page.get_by_role("button").filter(has_text=x_axis).first.click()
     page.wait_for_timeout(500)
+
+
+# What a Chart.js line of the UI draws, read from the props React gave the chart component that
+# owns the canvas: its x labels (partition keys in the partitions view, else null) and each
+# dataset's label and points as [x, y] (y null where the chart leaves a gap).
+CHART_DATA = """(canvas) => {
+  const fiberKey = Object.keys(canvas).find((key) => key.startsWith('__reactFiber'));
+  for (let fiber = fiberKey && canvas[fiberKey]; fiber; fiber = fiber.return) {
+    const data = fiber.memoizedProps && fiber.memoizedProps.data;
+    if (data && data.datasets) {
+      return {
+        labels: data.labels || null,
+        datasets: data.datasets.map((set) => ({
+          label: set.label,
+          points: set.data.map((p) => [p.x, Number.isFinite(p.y) ? p.y : null]),
+        })),
+      };
+    }
+  }
+  return null;
+}"""
+
+
+def plot_canvas(page: Any, key: str) -> Any:
+    """The canvas of the metadata plot titled `key` on an asset page showing its Plots."""
+    return page.locator(f'xpath=//span[text()="{key}"]/../following-sibling::div//canvas')
+
+
+def chart_data(canvas: Any) -> dict:
+    """`CHART_DATA` of the Playwright locator `canvas`; `UIError` if no chart owns it."""
+    data = canvas.evaluate(CHART_DATA)
+    if data is None:
+        raise UIError("no Chart.js chart found behind the canvas")
+    return data

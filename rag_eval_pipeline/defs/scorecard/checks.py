@@ -62,9 +62,10 @@ def scorecard_thresholds(
     description=(
         "No alert in `metric_regressions` (a regressed metric, one missing today, a judge "
         "outage): the day's headline (evaluation.headline), the words `rag-eval run` and the "
-        "report print. Partitioned (one evaluation per partition): the Checks tab keeps each "
-        "partition's latest status, so a regression day stays failed after later days pass "
-        "while the latest execution it shows is the newest day's, which may have passed."
+        "report print. Partitioned (one evaluation per version and date): Dagster lists it "
+        "Failed while any partition's latest evaluation failed, so a regression day keeps it "
+        "Failed after later days pass; the Overview's latest execution is the newest "
+        "partition's, and the Partitions tab shows each day's own status."
     ),
 )
 def scorecard_regressions(
