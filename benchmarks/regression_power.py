@@ -77,15 +77,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a chec
 
 from rag_eval_pipeline.datasets.readers import read_qrels, read_trec_run
 from rag_eval_pipeline.evaluation.item_scores import wide_items
-from rag_eval_pipeline.evaluation.regression import (
-    EFFECT_ONLY,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-    detect_regressions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, summarize_wide
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.significance import EFFECT_ONLY
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
 from rag_eval_pipeline.metrics.stats import benjamini_hochberg
 from rag_eval_pipeline.settings import THRESHOLDS_FILE

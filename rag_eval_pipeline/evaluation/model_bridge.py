@@ -68,15 +68,12 @@ from rag_eval_pipeline.evaluation.corpus_embedding import (
 )
 from rag_eval_pipeline.evaluation.generation import judge_criteria
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
-from rag_eval_pipeline.evaluation.regression import (
-    BRIDGED,
-    KEY,
-    PartitionScores,
-    is_quality_metric,
-)
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric, summarize_judgments
 from rag_eval_pipeline.evaluation.traffic import TRAFFIC_TIER
 from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
+from rag_eval_pipeline.evaluation.verdicts.columns import KEY
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, is_quality_metric
+from rag_eval_pipeline.evaluation.verdicts.wording import BRIDGED
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
 from rag_eval_pipeline.judges.metrics import METRICS

@@ -41,8 +41,9 @@ from rag_eval_pipeline.evaluation.headline import (
     Headline,
     headline,
 )
-from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.verdicts.columns import KEY
+from rag_eval_pipeline.evaluation.verdicts.wording import BRIDGED, NOT_COMPARABLE
 from rag_eval_pipeline.metrics.correlation import correlations_by_system
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, EXPLANATION, PPI_PREFIX
 from rag_eval_pipeline.reporting.alerting import change_text, items_needed_lines, sample_size
