@@ -39,14 +39,14 @@ every Tier 1 metric moves). Every scenario of a day shares its noise draws.
 
 Rules, each applied to the same pair of days:
 
-* `old`: `evaluation.regression.detect_regressions`, the unpaired rule (a change beyond the
-  tolerance and the baseline outside today's 95% bootstrap CI);
+* `old`: `evaluation.verdicts.effect_rule.detect_regressions`, the unpaired rule (a change
+  beyond the tolerance and the baseline outside today's 95% bootstrap CI);
 * `flat`: the rule before metric roles: today's paired tests and p-values, one unweighted
   Benjamini–Hochberg family over every tested row (unchanged rows, p = 1, included), the
   tolerance, and the effect rule for rows without per-item values. It is computed from the
   new rule's table (`flat_alerts`): a row that did not move the bad way enters with p = 1
   instead of its p-value in the bad direction, which is ≥ ½ and cannot change a rejection;
-* `new`: `evaluation.regression.compare_partitions` with the shipped roles (and the other
+* `new`: `evaluation.verdicts.compare.compare_partitions` with the shipped roles (and the other
   systems as baseline systems), alert budget and untested tolerance — what
   `metric_regressions` does;
 * `oracle`: the changed metric's own one-sided test (the one the new rule runs on it: exact,
