@@ -7,6 +7,7 @@ the report, `rag-eval alerts` and the checks read the same sentence.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 REGRESSED, IMPROVED, NO_CHANGE, UNTESTABLE, NOT_COMPARABLE = (
     "regressed",
@@ -33,6 +34,27 @@ MONITORED = " (monitored: never alerted)"
 def model_changed(role: str, ids: str, note: str | None) -> str:
     """`judge changed (old → new)`, with why the baseline could not be rebuilt (`note`)."""
     return f"{role} changed ({ids})" + (f": {note}" if note else "")
+
+
+def bridged(
+    change: str,
+    moves: list[tuple[str, str]],
+    step: str,
+    shift: float,
+    n_items: int,
+    agreement: Mapping[str, float],
+) -> str:
+    """How a model `change` alone moved a metric compared across it (`evaluation.model_bridge`):
+    the models (old, new), the bridge's step, the shift on the baseline's items and the finite
+    agreement figures between the two models' scores."""
+    models = ", ".join(f"{old} → {new}" for old, new in moves)
+    agreed = ", ".join(
+        f"{name} {value:.2f}" for name, value in agreement.items() if math.isfinite(value)
+    )
+    return (
+        f"{BRIDGED} {change} ({models}; {step}): the change alone moved it "
+        f"{shift:+.4f} on {n_items} items" + (f" ({agreed})" if agreed else "")
+    )
 
 
 def judge_outage(error_rate: float) -> str:
