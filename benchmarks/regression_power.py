@@ -39,14 +39,14 @@ every Tier 1 metric moves). Every scenario of a day shares its noise draws.
 
 Rules, each applied to the same pair of days:
 
-* `old`: `evaluation.regression.detect_regressions`, the unpaired rule (a change beyond the
-  tolerance and the baseline outside today's 95% bootstrap CI);
+* `old`: `evaluation.verdicts.effect_rule.detect_regressions`, the unpaired rule (a change
+  beyond the tolerance and the baseline outside today's 95% bootstrap CI);
 * `flat`: the rule before metric roles: today's paired tests and p-values, one unweighted
   Benjamini–Hochberg family over every tested row (unchanged rows, p = 1, included), the
   tolerance, and the effect rule for rows without per-item values. It is computed from the
   new rule's table (`flat_alerts`): a row that did not move the bad way enters with p = 1
   instead of its p-value in the bad direction, which is ≥ ½ and cannot change a rejection;
-* `new`: `evaluation.regression.compare_partitions` with the shipped roles (and the other
+* `new`: `evaluation.verdicts.compare.compare_partitions` with the shipped roles (and the other
   systems as baseline systems), alert budget and untested tolerance — what
   `metric_regressions` does;
 * `oracle`: the changed metric's own one-sided test (the one the new rule runs on it: exact,
@@ -77,15 +77,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs from a chec
 
 from rag_eval_pipeline.datasets.readers import read_qrels, read_trec_run
 from rag_eval_pipeline.evaluation.item_scores import wide_items
-from rag_eval_pipeline.evaluation.regression import (
-    EFFECT_ONLY,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-    detect_regressions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import QUALITY_COLUMNS, summarize_wide
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.significance import EFFECT_ONLY
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, evaluate_run
 from rag_eval_pipeline.metrics.stats import benjamini_hochberg
 from rag_eval_pipeline.settings import THRESHOLDS_FILE

@@ -7,14 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.evaluation.regression import (
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.retrieval import REAL_USERS_SYSTEM
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
 from rag_eval_pipeline.evaluation.traffic import TRAFFIC_SYSTEM
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline.systems.retrievers import RETRIEVERS

@@ -16,11 +16,8 @@ from rag_eval_pipeline.evaluation.composite import composite_rows
 from rag_eval_pipeline.evaluation.declined import zero_declined
 from rag_eval_pipeline.evaluation.generation import REFUSAL_METRIC
 from rag_eval_pipeline.evaluation.headline import headline
-from rag_eval_pipeline.evaluation.regression import (
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.reporting.alerting import alert_line, change_text
 from rag_eval_pipeline.reporting.html_report import format_change
 from rag_eval_pipeline_tests.conftest import rag_eval, rag_eval_process

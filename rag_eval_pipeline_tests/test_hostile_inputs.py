@@ -36,8 +36,8 @@ from rag_eval_pipeline.defs.metadata import markdown_table
 from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.embedding.sentences import MAX_SENTENCES
-from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.run_fingerprint import partition_fingerprint
+from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions
 from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline.judges.metrics import METRICS
 from rag_eval_pipeline.judges.offline import OfflineJudge

@@ -33,13 +33,10 @@ from rag_eval_pipeline.evaluation.cost import (
     usage_table,
 )
 from rag_eval_pipeline.evaluation.item_scores import empty_items
-from rag_eval_pipeline.evaluation.regression import (
-    REGRESSED,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.scorecard import MONITOR, Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.wording import REGRESSED
 from rag_eval_pipeline.llm.budget import MAX_COST_ENV, CostBudget, max_cost_from_env
 from rag_eval_pipeline.llm.client import LLMClient
 from rag_eval_pipeline.llm.estimate import PromptEstimate, stand_in_text, worst_case_cost

@@ -28,18 +28,17 @@ from rag_eval_pipeline.evaluation.item_scores import (
     empty_items,
     item_scores,
 )
-from rag_eval_pipeline.evaluation.regression import (
+from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.summaries import summarize_judgments
+from rag_eval_pipeline.evaluation.traffic import traffic_items, traffic_quality_rows
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.significance import (
     EFFECT_ONLY,
     FISHER_TEST,
     PERMUTATION_TEST,
     QUANTILE_TEST,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
 )
-from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
-from rag_eval_pipeline.evaluation.summaries import summarize_judgments
-from rag_eval_pipeline.evaluation.traffic import traffic_items, traffic_quality_rows
 from rag_eval_pipeline.metrics.stats import permutation_tails
 from rag_eval_pipeline.metrics.traffic import positive_feedback
 from rag_eval_pipeline.reporting.alerting import alert_lines, sample_size

@@ -38,17 +38,12 @@ from rag_eval_pipeline.evaluation.model_bridge import (
     judge_change,
     model_changes,
 )
-from rag_eval_pipeline.evaluation.regression import (
-    NO_CHANGE,
-    NOT_COMPARABLE,
-    REGRESSED,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import summarize_judgments
 from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.wording import NO_CHANGE, NOT_COMPARABLE, REGRESSED
 from rag_eval_pipeline.judges.judge import LLMJudge
 from rag_eval_pipeline.judges.offline import OfflineJudge
 from rag_eval_pipeline.reporting.html_report import model_bridge_html

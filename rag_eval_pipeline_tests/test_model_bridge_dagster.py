@@ -24,7 +24,7 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partit
 from rag_eval_pipeline.defs.resources import DatasetsResource
 from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage, usage_line
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.regression import NOT_COMPARABLE, REGRESSED
+from rag_eval_pipeline.evaluation.verdicts.wording import NOT_COMPARABLE, REGRESSED
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 from rag_eval_pipeline.systems import REFERENCE_RAG
 from rag_eval_pipeline_tests.conftest import evaluation_resources, loopback_llm

@@ -36,7 +36,7 @@ from rag_eval_pipeline.defs.resources import (
 )
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.regression import QUANTILE_TEST
+from rag_eval_pipeline.evaluation.verdicts.significance import QUANTILE_TEST
 from rag_eval_pipeline.metrics.correlation import RAGAS_METRICS
 from rag_eval_pipeline.metrics.stats import quantile_exceedance_tails
 from rag_eval_pipeline.reporting.html_report import format_value

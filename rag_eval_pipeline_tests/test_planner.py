@@ -7,12 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.evaluation.regression import (
-    DISCORDANCE_FLOOR,
-    ITEMS_NEEDED_DROP,
-    RegressionRule,
-    compare_partitions,
-)
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.planner import DISCORDANCE_FLOOR, ITEMS_NEEDED_DROP
 from rag_eval_pipeline.metrics.sensitivity import (
     directional_noise,
     pooled_noise,

@@ -12,8 +12,8 @@ import pytest
 
 from rag_eval_pipeline.defs.resources import AlertsResource
 from rag_eval_pipeline.evaluation.alerts import new_alerts
-from rag_eval_pipeline.evaluation.regression import detect_regressions
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, band, build_scorecard
+from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions
 from rag_eval_pipeline.reporting.alerting import alert_payload, post_json
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore

@@ -21,12 +21,9 @@ from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
 from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
 from rag_eval_pipeline.evaluation.item_scores import empty_items
-from rag_eval_pipeline.evaluation.regression import (
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import (
     PALETTE,

@@ -15,12 +15,9 @@ import pandas as pd
 import pytest
 
 from rag_eval_pipeline.evaluation.item_scores import empty_items
-from rag_eval_pipeline.evaluation.regression import (
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.reporting import collect_report_data, render_report
 from rag_eval_pipeline.reporting.html_report import Series, line_chart_svg, sparkline_svg
 from rag_eval_pipeline.reporting.templating import TEMPLATES, render

@@ -13,13 +13,10 @@ from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partit
 from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.evaluation.item_scores import empty_items
-from rag_eval_pipeline.evaluation.regression import (
-    PartitionScores,
-    RegressionRule,
-    alert_keys,
-    compare_partitions,
-    detect_regressions,
-)
+from rag_eval_pipeline.evaluation.verdicts.columns import alert_keys
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 from rag_eval_pipeline_tests.test_regression import Receiver, card, quality

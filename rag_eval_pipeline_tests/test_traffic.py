@@ -25,17 +25,17 @@ from rag_eval_pipeline.defs.traffic.assets import (
     traffic_quality,
 )
 from rag_eval_pipeline.embedding.embedder import Embedder
-from rag_eval_pipeline.evaluation.regression import (
-    EFFECT_ONLY,
-    FISHER_TEST,
-    PERMUTATION_TEST,
-    QUANTILE_TEST,
-)
 from rag_eval_pipeline.evaluation.traffic import (
     day_interactions,
     judged_sample,
     traffic_item_values,
     traffic_items,
+)
+from rag_eval_pipeline.evaluation.verdicts.significance import (
+    EFFECT_ONLY,
+    FISHER_TEST,
+    PERMUTATION_TEST,
+    QUANTILE_TEST,
 )
 from rag_eval_pipeline.metrics.stats import (
     fisher_exact_tails,

@@ -10,13 +10,10 @@ import pytest
 from scipy import stats
 
 from rag_eval_pipeline.evaluation.item_scores import empty_items
-from rag_eval_pipeline.evaluation.regression import (
-    TOO_FEW_ITEMS,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
-)
 from rag_eval_pipeline.evaluation.scorecard import Thresholds
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
+from rag_eval_pipeline.evaluation.verdicts.wording import TOO_FEW_ITEMS
 from rag_eval_pipeline.metrics.sensitivity import (
     sign_flip_items_needed,
     sign_test_items_needed,

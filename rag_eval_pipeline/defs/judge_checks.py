@@ -17,7 +17,7 @@ from dagster import (
 )
 
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
-from rag_eval_pipeline.evaluation.regression import OUTAGE_ERROR_RATE
+from rag_eval_pipeline.evaluation.verdicts.evidence import OUTAGE_ERROR_RATE
 from rag_eval_pipeline.judges.metrics import METRICS
 
 MAX_JUDGE_ERROR_RATE = 0.05

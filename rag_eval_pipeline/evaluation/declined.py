@@ -5,7 +5,7 @@ no-claim verdict; `evaluation.generation.refusals`) is scored once, here:
 
 - `refusal_rate`: 1 (it is counted);
 - `faithfulness`: no score (it makes no claim to check); the metric's items fall, which the
-  verdict's coverage rule (`evaluation.regression`, `coverage dropped`) alerts for a primary
+  verdict's coverage rule (`evaluation.verdicts.decide`, `coverage dropped`) alerts for a primary
   metric;
 - `e2e_score` and the composite: **0**. A question declined earns nothing, the least an answer
   can earn, so the mean over the questions can only fall when a system declines more

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import IMPROVED, REGRESSED, UNTESTABLE
 from rag_eval_pipeline.evaluation.scorecard import MONITOR, PRIMARY
+from rag_eval_pipeline.evaluation.verdicts.wording import IMPROVED, REGRESSED, UNTESTABLE
 
 REGRESSION, OUTAGE, UNTESTED, IMPROVEMENT, MONITORED = (
     "regression",

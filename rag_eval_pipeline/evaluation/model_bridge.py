@@ -68,15 +68,12 @@ from rag_eval_pipeline.evaluation.corpus_embedding import (
 )
 from rag_eval_pipeline.evaluation.generation import judge_criteria
 from rag_eval_pipeline.evaluation.item_scores import ITEM_SOURCES, SAMPLE_SOURCES, item_scores
-from rag_eval_pipeline.evaluation.regression import (
-    BRIDGED,
-    KEY,
-    PartitionScores,
-    is_quality_metric,
-)
 from rag_eval_pipeline.evaluation.summaries import scorecard_metric, summarize_judgments
 from rag_eval_pipeline.evaluation.traffic import TRAFFIC_TIER
 from rag_eval_pipeline.evaluation.traffic_sample import judge_sample, logged_sample
+from rag_eval_pipeline.evaluation.verdicts.columns import KEY
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, is_quality_metric
+from rag_eval_pipeline.evaluation.verdicts.wording import bridged
 from rag_eval_pipeline.judges.criteria import configured_criteria
 from rag_eval_pipeline.judges.judge import Judge
 from rag_eval_pipeline.judges.metrics import METRICS
@@ -533,19 +530,10 @@ def bridge_reasons(
         return verdicts["reason"]
     notes: dict[tuple[str, str, str], list[str]] = {}
     for r in bridge.itertuples():
-        moves = ", ".join(
-            f"{changes[role][0]} → {changes[role][1]}"
-            for role in r.change.split(" + ")
-            if role in changes
-        )
-        agreement = ", ".join(
-            f"{name} {value:.2f}"
-            for name, value in (("ρ", r.spearman), ("weighted κ", r.weighted_kappa))
-            if np.isfinite(value)
-        )
+        moves = [changes[role] for role in r.change.split(" + ") if role in changes]
+        agreement = {"ρ": r.spearman, "weighted κ": r.weighted_kappa}
         notes.setdefault((r.tier, r.system, r.metric), []).append(
-            f"{BRIDGED} {r.change} ({moves}; {r.step}): the change alone moved it "
-            f"{r.shift:+.4f} on {r.n_items} items" + (f" ({agreement})" if agreement else "")
+            bridged(r.change, moves, r.step, r.shift, r.n_items, agreement)
         )
     keys = list(zip(*(verdicts[k] for k in KEY), strict=True))
     return pd.Series(

@@ -54,7 +54,7 @@ LOWER_IS_BETTER_MARKERS = (
 )
 EXCELLENT, GOOD, NEEDS_ATTENTION = "excellent", "good", "needs attention"
 # Metric roles: primary metrics share most of the alert budget, secondary ones the rest,
-# monitored ones are tested and shown but never alerted (see `evaluation.regression`).
+# monitored ones are tested and shown but never alerted (see `evaluation.verdicts`).
 PRIMARY, SECONDARY, MONITOR = "primary", "secondary", "monitor"
 ROLES = (PRIMARY, SECONDARY, MONITOR)
 # The tier of what a run's LLM calls cost (`evaluation.cost`).

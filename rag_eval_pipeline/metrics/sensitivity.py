@@ -2,7 +2,7 @@
 
 A verdict of "no significant change" means nothing if the test could not have seen the drop a
 team cares about. These functions give, for the two paired tests of
-`evaluation.regression`, the smallest change in the bad direction that would have cleared a
+`evaluation.verdicts`, the smallest change in the bad direction that would have cleared a
 p-value bar (Benjamini–Hochberg's bar for a lone rejection among m tests is α / m):
 
 * :func:`sign_test_min_worse` — 0/1 metrics, exact: the fewest items moving the bad way that

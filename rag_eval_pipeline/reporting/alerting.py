@@ -21,14 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import (
-    EFFECT_ONLY,
-    ITEMS_NEEDED_DROP,
-    MISSING_TODAY,
-    OUTAGE,
-    TOO_FEW_ITEMS,
-    UNPAIRED_TESTS,
-)
+from rag_eval_pipeline.evaluation.verdicts.planner import ITEMS_NEEDED_DROP
+from rag_eval_pipeline.evaluation.verdicts.significance import EFFECT_ONLY, UNPAIRED_TESTS
+from rag_eval_pipeline.evaluation.verdicts.wording import MISSING_TODAY, OUTAGE, TOO_FEW_ITEMS
 from rag_eval_pipeline.text.escaping import slack_text, visible_text
 
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.regression import BRIDGED, KEY, NOT_COMPARABLE
 from rag_eval_pipeline.evaluation.scorecard import EXCELLENT, GOOD, NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.verdicts.columns import KEY
+from rag_eval_pipeline.evaluation.verdicts.wording import BRIDGED, NOT_COMPARABLE
 from rag_eval_pipeline.metrics.ppi import CLASSICAL_PREFIX, PPI_PREFIX
 from rag_eval_pipeline.reporting.charts import Sparkline
 from rag_eval_pipeline.reporting.formats import (

@@ -19,8 +19,8 @@ from rag_eval_pipeline.defs.metadata import markdown_table, text_metadata
 from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.scorecard.assets import evaluation_scorecard
 from rag_eval_pipeline.evaluation.headline import OUTAGE, REGRESSION, headline
-from rag_eval_pipeline.evaluation.regression import CHANGE_COLUMNS
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
+from rag_eval_pipeline.evaluation.verdicts.columns import CHANGE_COLUMNS
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 from rag_eval_pipeline.text.escaping import visible_text
 

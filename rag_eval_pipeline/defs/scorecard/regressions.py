@@ -2,15 +2,17 @@
 
 Paired on the items both dates scored (unpaired on the traffic tier's daily samples and the
 system under test's latencies), Benjamini–Hochberg over the partition's metrics, plus the
-metric's minimum effect (see `rag_eval_pipeline.evaluation.regression`). The asset check, the
-HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
+metric's minimum effect (see `rag_eval_pipeline.evaluation.verdicts`). The asset check, the
+HTML report, the alert sensor and `rag-eval run`'s summary all read this table. The asset is
+a thin wrapper: the inputs come from `evaluation.verdict_inputs`, the verdicts from
+`evaluation.verdicts.compare.compare_partitions`.
 """
+
+from typing import Any
 
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
-from rag_eval_pipeline.datasets.golden import GoldenDataset
-from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import (
     headline_metadata,
@@ -27,36 +29,31 @@ from rag_eval_pipeline.defs.resources import (
     WarehouseResource,
 )
 from rag_eval_pipeline.evaluation.composite import load_weights
-from rag_eval_pipeline.evaluation.item_scores import (
-    ITEM_SOURCES,
-    SAMPLE_SOURCES,
-    item_scores,
-    item_sources,
-)
+from rag_eval_pipeline.evaluation.item_scores import item_sources
 from rag_eval_pipeline.evaluation.model_bridge import (
-    ANSWER_TIERS,
     BRIDGE_COLUMNS,
     REGENERATING_ROLES,
+    ModelChanges,
     TodayModels,
-    bridge_baseline,
     bridge_reasons,
     model_changes,
 )
-from rag_eval_pipeline.evaluation.regression import (
-    CHANGE_COLUMNS,
-    IDENTITY_ROLES,
-    NOISE_DAYS,
-    VERDICTS,
-    PartitionScores,
-    RegressionRule,
-    compare_partitions,
+from rag_eval_pipeline.evaluation.verdict_inputs import (
+    Tables,
+    baseline_scores,
+    noise_history,
+    rebuilt_baseline,
+    regression_rule,
+    today_scores,
 )
-from rag_eval_pipeline.evaluation.scorecard import Thresholds
+from rag_eval_pipeline.evaluation.verdicts.columns import CHANGE_COLUMNS
+from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
+from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores
+from rag_eval_pipeline.evaluation.verdicts.wording import VERDICTS
 from rag_eval_pipeline.reporting.alerting import items_needed_lines
 from rag_eval_pipeline.reporting.changes import where_to_look
 from rag_eval_pipeline.settings import THRESHOLDS_FILE
-from rag_eval_pipeline.storage.parquet import StoredTables
-from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
+from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
 from rag_eval_pipeline.text.escaping import markdown_cell
 
 SHOWN = [
@@ -82,15 +79,6 @@ class RegressionConfig(Config):
     seed: int = 0
 
 
-def traffic_every_day(store: WarehouseStore, version: str, date: str) -> bool:
-    """`dataset.yaml`'s `traffic_every_day` in the partition's stored dataset snapshot (True
-    when it has none)."""
-    folder = store.partition_path("golden_dataset", version, date).with_suffix("")
-    if not folder.exists():
-        return True
-    return DatasetManifest.from_frame(StoredTables.open(folder).read("manifest")).traffic_every_day
-
-
 def asset_groups() -> dict[str, str]:
     """Asset name → its group in the Dagster UI, from the code location's assets (imported
     here: `definitions` imports this module)."""
@@ -103,21 +91,62 @@ def asset_groups() -> dict[str, str]:
     }
 
 
-def baseline_identities(store: WarehouseStore, version: str, date: str) -> dict[str, str | None]:
-    """The judge/generator/embedder identities the baseline partition recorded (if any)."""
-    stored = store.read_partition(REGRESSIONS_ASSET, version, date)
-    if stored is None or stored.empty:
-        return {}
-    return {role: stored[role].iloc[0] for role in IDENTITY_ROLES if role in stored.columns}
+def bridged(
+    store: WarehouseStore,
+    previous: PartitionScores,
+    tables: Tables,
+    changes: ModelChanges,
+    models: tuple[LLMResource, LLMResource, EmbedderResource],
+) -> tuple[PartitionScores, pd.DataFrame, dict[str, Any]]:
+    """The baseline rebuilt with today's models (`judge_llm`, `generator_llm`, `embedder`),
+    the bridge's table and its metadata (the bridge, the changes, the LLM usage)."""
+    judge_llm, generator_llm, embedder = models
+    model = embedder.get()
+    judge, judge_client = judge_llm.judge(model)
+    generator, generator_client = generator_llm.generator(model)
+    today = TodayModels(judge, generator, model, load_weights())
+    previous, bridge = rebuilt_baseline(store, previous, tables, today, changes)
+    metadata = {
+        "model_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
+        "model_changes": MetadataValue.md(
+            "\n".join(
+                f"- {role}: {markdown_cell(old)} → {markdown_cell(new)}"
+                for role, (old, new) in changes.items()
+            )
+        ),
+        **llm_usage_metadata("bridge_judge", judge.judge_model, judge_client),
+    }
+    if REGENERATING_ROLES & changes.keys():
+        metadata |= llm_usage_metadata(
+            "bridge_generator", generator.generator_model, generator_client
+        )
+    return previous, bridge, metadata
 
 
-def noise_history(store: WarehouseStore, version: str, date: str) -> pd.DataFrame:
-    """The stored verdict rows of `version`'s last `NOISE_DAYS` dates before `date` (their
-    `noise` and `n_paired`), which the planner pools with today's noise."""
-    dates = [d for d in store.partition_dates(REGRESSIONS_ASSET, version) if d < date]
-    frames = [store.read_partition(REGRESSIONS_ASSET, version, d) for d in dates[-NOISE_DAYS:]]
-    kept = [f for f in frames if f is not None and "noise" in f.columns]
-    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
+def verdict_metadata(
+    verdicts: pd.DataFrame, version: str, chosen: Baseline | None, alpha: float
+) -> dict[str, Any]:
+    """The asset's metadata: the verdict counts (plotted per version), the alerts, the
+    baseline, α, the planner's lines and the table."""
+    counts = verdicts["verdict"].value_counts()
+    return {
+        **headline_metadata(
+            {
+                plotted_key(version, f"n_{v.replace(' ', '_')}"): float(counts.get(v, 0))
+                for v in VERDICTS
+            }
+        ),
+        "n_alerts": MetadataValue.int(int(verdicts["alert"].sum()) if len(verdicts) else 0),
+        "baseline": text_metadata(
+            f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
+        ),
+        "alpha": MetadataValue.float(alpha),
+        "items_needed": MetadataValue.md(
+            "\n".join(f"- {markdown_cell(line)}" for line in items_needed_lines(verdicts))
+            or "no primary metric with paired items"
+        ),
+        "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
+    }
 
 
 @asset(
@@ -157,7 +186,7 @@ def metric_regressions(
 ) -> pd.DataFrame:
     version, day = partition_parts(context)
     store = warehouse.store()
-    today_tables = {
+    today_tables: Tables = {
         "retrieval_metrics": retrieval_metrics,
         "system_retrieval_metrics": system_retrieval_metrics,
         "generation_judgments": generation_judgments,
@@ -171,98 +200,22 @@ def metric_regressions(
         "generator": generator_llm.identity,
         "embedder": embedder.identity,
     }
-    current = PartitionScores(
-        version,
-        day,
-        evaluation_scorecard,
-        item_scores(today_tables),
-        identities,
-        item_scores(today_tables, SAMPLE_SOURCES),
-        traffic_every_day=traffic_every_day(store, version, day),
-    )
+    current = today_scores(store, version, day, evaluation_scorecard, today_tables, identities)
     chosen = baseline.select(store, version, day)
-    previous = None
-    if chosen is not None:
-        tables = {
-            name: store.read_partition(name, chosen.version, chosen.date)
-            for name in (*ITEM_SOURCES, *SAMPLE_SOURCES)
-        }
-        previous = PartitionScores(
-            chosen.version,
-            chosen.date,
-            chosen.scorecard,
-            item_scores(tables),
-            baseline_identities(store, chosen.version, chosen.date),
-            item_scores(tables, SAMPLE_SOURCES),
-        )
-    bridge, bridge_metadata, changes = pd.DataFrame(columns=BRIDGE_COLUMNS), {}, {}
+    previous, tables = baseline_scores(store, chosen) if chosen is not None else (None, {})
+    changes = {}
     if previous is not None:
         changes = model_changes(previous, tables, today_tables, identities)
+    bridge, bridge_metadata = pd.DataFrame(columns=BRIDGE_COLUMNS), {}
     if previous is not None and changes:
-        model = embedder.get()
-        judge, judge_client = judge_llm.judge(model)
-        generator, generator_client = generator_llm.generator(model)
-        answers = {
-            spec.answers: store.read_partition(spec.answers, previous.version, previous.date)
-            for spec in ANSWER_TIERS
-        }
-        snapshot = store.read_table_folder("golden_dataset", previous.version, previous.date)
-        dataset = GoldenDataset.from_tables(previous.version, snapshot) if snapshot else None
-        previous, bridge = bridge_baseline(
-            previous,
-            {**tables, **answers},
-            dataset,
-            TodayModels(judge, generator, model, load_weights()),
-            changes,
-        )
-        bridge_metadata = {
-            "model_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
-            "model_changes": MetadataValue.md(
-                "\n".join(
-                    f"- {role}: {markdown_cell(old)} → {markdown_cell(new)}"
-                    for role, (old, new) in changes.items()
-                )
-            ),
-            **llm_usage_metadata("bridge_judge", judge.judge_model, judge_client),
-        }
-        if REGENERATING_ROLES & changes.keys():
-            bridge_metadata |= llm_usage_metadata(
-                "bridge_generator", generator.generator_model, generator_client
-            )
-    thresholds = Thresholds.load(config.thresholds_file)
-    rule = RegressionRule(
-        config.alpha,
-        config.n_resamples,
-        config.seed,
-        thresholds.primary_share,
-        thresholds.untested_tolerance,
-        thresholds.coverage_tolerance,
-    )
+        models = (judge_llm, generator_llm, embedder)
+        previous, bridge, bridge_metadata = bridged(store, previous, tables, changes, models)
+    rule = regression_rule(config.alpha, config.n_resamples, config.seed, config.thresholds_file)
     verdicts = compare_partitions(current, previous, rule, noise_history(store, version, day))
     verdicts["where"] = where_to_look(verdicts, item_sources(today_tables), asset_groups())
     if changes:
         verdicts["reason"] = bridge_reasons(verdicts, bridge, changes)
-    counts = verdicts["verdict"].value_counts()
-    n_alerts = int(verdicts["alert"].sum()) if len(verdicts) else 0
     context.add_output_metadata(
-        {
-            **headline_metadata(
-                {
-                    plotted_key(version, f"n_{v.replace(' ', '_')}"): float(counts.get(v, 0))
-                    for v in VERDICTS
-                }
-            ),
-            "n_alerts": MetadataValue.int(n_alerts),
-            "baseline": text_metadata(
-                f"{chosen.version} {chosen.date}" if chosen else "none yet (first evaluation)"
-            ),
-            "alpha": MetadataValue.float(config.alpha),
-            "items_needed": MetadataValue.md(
-                "\n".join(f"- {markdown_cell(line)}" for line in items_needed_lines(verdicts))
-                or "no primary metric with paired items"
-            ),
-            "regressions": MetadataValue.md(markdown_table(verdicts[SHOWN], max_rows=400)),
-            **bridge_metadata,
-        }
+        {**verdict_metadata(verdicts, version, chosen, config.alpha), **bridge_metadata}
     )
     return verdicts
