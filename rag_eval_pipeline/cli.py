@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         JobDefinition,
     )
 
-    from rag_eval_pipeline.defs.resources import LLMResource
+    from rag_eval_pipeline.defs.shared.resources import LLMResource
 
 
 # Exit codes of `rag-eval run` from least to most severe: an undecided gate (4) is overridden
@@ -122,8 +122,8 @@ def open_instance() -> DagsterInstance:
     from dagster import DagsterInstance
     from filelock import FileLock
 
-    from rag_eval_pipeline.defs.partitions import DATASET_VERSION
-    from rag_eval_pipeline.defs.pools import ensure_pools
+    from rag_eval_pipeline.defs.runs.pools import ensure_pools
+    from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION
 
     home = _ensure_dagster_home()
     with FileLock(home / ".rag-eval-instance.lock"):
@@ -191,7 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(args)
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
     for day in (args.from_date, args.to_date) if args.from_date else (args.date,):
         check_partition_date(day)
@@ -278,10 +278,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     )
 
     from rag_eval_pipeline.definitions import ALL_ASSETS, default_resources
-    from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
-    from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-    from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
-    from rag_eval_pipeline.defs.resources import (
+    from rag_eval_pipeline.defs.runs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+    from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+    from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.defs.shared.resources import (
         DatasetsResource,
         LLMResource,
         ResultCacheResource,
@@ -348,7 +348,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 def cast_llm(resource: object) -> LLMResource:
     """`resource` as the `LLMResource` it is (the resources dict is typed loosely)."""
-    from rag_eval_pipeline.defs.resources import LLMResource
+    from rag_eval_pipeline.defs.shared.resources import LLMResource
 
     if not isinstance(resource, LLMResource):
         raise TypeError(f"expected an LLMResource, got {type(resource).__name__}")
@@ -464,7 +464,7 @@ def _print_next_steps(
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
-    from rag_eval_pipeline.defs.run_ownership import fail_runs_of_dead_owners
+    from rag_eval_pipeline.defs.runs.ownership import fail_runs_of_dead_owners
 
     for run_id in fail_runs_of_dead_owners(instance):
         print(
@@ -476,7 +476,7 @@ def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
 
 def _register(instance: DagsterInstance, versions: Sequence[str]) -> None:
     """Register the (valid) versions that are not dataset_version partitions yet."""
-    from rag_eval_pipeline.defs.partitions import DATASET_VERSION
+    from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION
 
     registered = set(instance.get_dynamic_partitions(DATASET_VERSION))
     new = [v for v in versions if v not in registered]
@@ -495,9 +495,9 @@ def _materialize_date(
     """Materialize each version's partition on `day` (the `selection`'s assets, or all), one
     run after another, here; `compact` prints one line per partition (a range of days)."""
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.defs.run_cost import tag_run_cost
-    from rag_eval_pipeline.defs.run_ownership import RunOwner
+    from rag_eval_pipeline.defs.outcome.cost import tag_run_cost
+    from rag_eval_pipeline.defs.runs.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.runs.ownership import RunOwner
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET
 
     job = defs.resolve_job_def(EVALUATION_JOB_NAME)
@@ -567,8 +567,8 @@ def _execute_held(
     """Execute `job` on `partition_key` here while holding the partition
     (`partition_lock.partition_held`); None, after one line on standard error, when another run
     of it is in progress."""
-    from rag_eval_pipeline.defs.partition_lock import PartitionBusyError, partition_held
-    from rag_eval_pipeline.defs.partitions import evaluation_partition_key
+    from rag_eval_pipeline.defs.runs.partition_lock import PartitionBusyError, partition_held
+    from rag_eval_pipeline.defs.shared.partitions import evaluation_partition_key
 
     version, day = partition_key.split("|", 1)
     try:
@@ -590,7 +590,7 @@ class UsageError(Exception):
 
 def check_partition_date(day: str) -> None:
     """Raise `UsageError` unless `day` is one of the date partitions (start date to today)."""
-    from rag_eval_pipeline.defs.partitions import date_partitions
+    from rag_eval_pipeline.defs.shared.partitions import date_partitions
 
     days = date_partitions.get_partition_keys()
     if day not in days:
@@ -627,7 +627,7 @@ def _print_summary(
     """Print each partition's verdict, regression alerts and failed checks (`compact`: one
     line per date, details only for partitions that need a look); return the partitions a CI
     gate fails on, with their exit codes (`PartitionSummary.exit_code`)."""
-    from rag_eval_pipeline.defs.run_summary import partition_summary
+    from rag_eval_pipeline.defs.outcome.summary import partition_summary
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)
@@ -667,8 +667,8 @@ def _fingerprint_tags(
     """The fingerprint tags of `version`'s run on `day`, and, when the partition is up to date
     for `selected_assets` (`up_to_date.partition_freshness`) and ``--force`` is not given, the
     id of the run that materialized it last (after saying so unless `quiet`), else None."""
-    from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.defs.up_to_date import evaluation_freshness, fingerprint_tags
+    from rag_eval_pipeline.defs.runs.up_to_date import evaluation_freshness, fingerprint_tags
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
     tags = fingerprint_tags(DatasetsResource().folder(version), version, day)
     if args.force:
@@ -690,12 +690,12 @@ def backfill_partition_keys(versions: Sequence[str], first: str, last: str) -> l
 
 def _stale_partition_keys(instance: DagsterInstance, keys: Sequence[str]) -> list[str]:
     """`keys` without the partitions that are up to date (said in one line when there are)."""
-    from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.defs.up_to_date import (
+    from rag_eval_pipeline.defs.runs.up_to_date import (
         evaluation_assets,
         evaluation_freshness,
         fingerprint_tags,
     )
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
     assets, datasets = evaluation_assets(), DatasetsResource()
     stale = []
@@ -757,7 +757,7 @@ def _dagster_job_backfill(keys: Sequence[str], tags: Mapping[str, str]) -> str |
     """Run `dagster job backfill` of the evaluation job on `keys` with `tags` on its runs;
     `None` when it succeeded, else its error: its last `Error:` line (a usage error) or else its
     last line (a traceback's exception), Dagster's log records (its code server's) left out."""
-    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.runs.jobs import EVALUATION_JOB_NAME
 
     command = [
         str(Path(sys.executable).with_name("dagster")),
@@ -780,7 +780,7 @@ def _dagster_job_backfill(keys: Sequence[str], tags: Mapping[str, str]) -> str |
 def cmd_scorecard(args: argparse.Namespace) -> int:
     """Print the scorecard of one or more versions on a date, as a table or JSON."""
     from rag_eval_pipeline.datasets.versions import VERSION_NAME_PATTERN
-    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
     from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
     store = WarehouseStore(WAREHOUSE_URL)

@@ -21,11 +21,11 @@ from dagster import (
 
 from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import AlertsResource, WarehouseResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR

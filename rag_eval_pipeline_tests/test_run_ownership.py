@@ -37,13 +37,13 @@ from filelock import FileLock
 
 from rag_eval_pipeline.cli import _launch_backfill, build_parser, main
 from rag_eval_pipeline.definitions import defs
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION
-from rag_eval_pipeline.defs.run_ownership import (
+from rag_eval_pipeline.defs.runs.ownership import (
     RunOwner,
     dead_owner_run_sensor,
     fail_runs_of_dead_owners,
     process_start_time,
 )
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
