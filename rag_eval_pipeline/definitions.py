@@ -29,7 +29,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_defs_folder() -> Definitions:
-    """Every folder's definitions under `defs/`, merged (resources read from the environment now)."""
+    """Every folder's definitions under `defs/`, merged (resources read from the environment)."""
     tree = ComponentTree.from_module(defs_module=defs_folder, project_root=PROJECT_ROOT)
     with warnings.catch_warnings():
         # The loader calls `load_definitions_from_module`, marked preview, for each plain module.

@@ -20,8 +20,8 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
+from rag_eval_pipeline.cli import validate as cli_validate
 from rag_eval_pipeline.datasets import location as location_module
 from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.definitions import ALL_ASSETS
@@ -87,7 +87,7 @@ def test_the_bucket_gets_the_verdicts_of_the_folder_from_every_path(
 
     patch = pytest.MonkeyPatch.context()
     with patch as mirror:  # `rag-eval validate` mirrors to RAG_EVAL_DATASETS_MIRROR
-        mirror.setattr(cli, "DATASETS_MIRROR", tmp_path / "cli-mirror")
+        mirror.setattr(cli_validate, "DATASETS_MIRROR", tmp_path / "cli-mirror")
         validated = main(["validate", f"{url}/demo-v1"]), main(["validate", f"{url}/broken"])
     assert (tmp_path / "cli-mirror" / "demo-v1" / "qrels.csv").is_file()
     assert validated[0] == 0

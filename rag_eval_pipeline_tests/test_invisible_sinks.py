@@ -19,8 +19,8 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
+from rag_eval_pipeline.cli import results as cli_results
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
 from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
@@ -146,7 +146,7 @@ def test_terminal_output_of_rag_eval_commands(
     assert main(["validate", str(version)]) == 1
     assert_shown("".join(capsys.readouterr()), SHOWN_RUN_FILE, SHOWN_SYSTEM)
 
-    monkeypatch.setattr(cli, "WAREHOUSE_URL", str(tmp_path / "warehouse"))
+    monkeypatch.setattr(cli_results, "WAREHOUSE_URL", str(tmp_path / "warehouse"))
     assert main(["scorecard", "--dataset-version", "v1", "--date", D3, "--all"]) == 0
     printed = "".join(capsys.readouterr())  # a long name is cut to its column's width
     assert_shown(printed, "prod\\u202egnp.exe.tre…", f"{SHOWN_SYSTEM}  ")
