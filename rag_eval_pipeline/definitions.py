@@ -11,7 +11,6 @@ module through a `pyproject.toml` `[tool.dg]` section, which a `pip install .` d
 """
 
 import warnings
-from pathlib import Path
 
 from dagster import (
     AssetChecksDefinition,
@@ -24,8 +23,7 @@ from dagster import (
 
 from rag_eval_pipeline import defs as defs_folder
 from rag_eval_pipeline.defs.runs.machine_failures import console_logger
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from rag_eval_pipeline.settings import PROJECT_ROOT
 
 
 def load_defs_folder() -> Definitions:
