@@ -1,12 +1,12 @@
 """`rag-eval run`: register dataset versions and materialize their partitions here, day by day,
-or side by side in processes; what it prints after the runs."""
+or side by side in processes."""
 
 from __future__ import annotations
 
 import argparse
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -26,18 +26,14 @@ from rag_eval_pipeline.cli.common import (
     worst_exit,
 )
 from rag_eval_pipeline.cli.estimate import cmd_estimate
-from rag_eval_pipeline.settings import (
-    REPORTS_URL,
-    WAREHOUSE_URL,
-)
-from rag_eval_pipeline.storage.objects import storage_path
+from rag_eval_pipeline.cli.printed import print_next_steps, print_summary
+from rag_eval_pipeline.cli.selection import check_upstream_stored, selected_assets_of
 from rag_eval_pipeline.text.escaping import terminal_text
 
 if TYPE_CHECKING:
     from dagster import (
         AssetKey,
         DagsterInstance,
-        Definitions,
         ExecuteInProcessResult,
         JobDefinition,
     )
@@ -93,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_upstream_stored(defs, selection, versions, days)
     if args.parallel > 1 and len(versions) > 1:
         code = _run_side_by_side(versions, args)
-        _print_next_steps(instance, versions, days)
+        print_next_steps(instance, versions, days)
         return code
     code = 0
     for day in days:
@@ -101,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             code, _materialize_date(instance, versions, args, selection, day, len(days) > 1)
         )
     if not args.quiet_end:
-        _print_next_steps(instance, versions, days)
+        print_next_steps(instance, versions, days)
     return code
 
 
@@ -165,71 +161,9 @@ def _run_side_by_side(versions: Sequence[str], args: argparse.Namespace) -> int:
     return worst_exit(*codes)
 
 
-def check_upstream_stored(
-    defs: Definitions, selection: Sequence[AssetKey], versions: Sequence[str], days: Sequence[str]
-) -> None:
-    """Raise `UsageError` (one line saying what to select) when a selected asset reads an
-    upstream asset that is neither selected nor stored for every partition to run."""
-    from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present
-
-    graph = defs.resolve_asset_graph()
-    chosen = set(selection)
-    warehouse = storage_path(WAREHOUSE_URL)
-    for key in selection:
-        for parent in sorted(graph.get(key).parent_keys - chosen):
-            name = "/".join(parent.path)
-            absent = [
-                f"{version}|{day}"
-                for day in days
-                for version in versions
-                if not outputs_present(warehouse, [name], version, day)
-            ]
-            if absent:
-                shown = "/".join(key.path)
-                raise UsageError(
-                    f"--select {shown} reads {name}, not stored for {absent[0]}"
-                    f"{f' and {len(absent) - 1} more' if len(absent) > 1 else ''}: "
-                    f"select its upstream too (--select '+{shown}') or run without --select"
-                )
-
-
 def last_days(count: int) -> list[str]:
     """The `count` dates up to today (UTC), oldest first."""
     return [d.strftime("%Y-%m-%d") for d in pd.date_range(end=today(), periods=count, freq="D")]
-
-
-def _print_next_steps(
-    instance: DagsterInstance, versions: Sequence[str], days: Sequence[str]
-) -> None:
-    """Where the report is and what to try next (the last lines `rag-eval run` prints); a
-    partition whose latest run failed shows no report (the one stored is an older run's)."""
-    from dagster import DagsterRunStatus, RunsFilter
-
-    from rag_eval_pipeline.reporting.paths import report_path
-
-    def latest_run_failed(version: str) -> bool:
-        tags = {"dagster/partition": f"{version}|{days[-1]}"}
-        latest = instance.get_runs(filters=RunsFilter(tags=tags), limit=1)
-        return bool(latest) and latest[0].status != DagsterRunStatus.SUCCESS
-
-    reports = [report_path(REPORTS_URL, v, days[-1]) for v in versions if not latest_run_failed(v)]
-    present = [path for path in reports if path.exists()]
-    if present:
-        print("\nreports:")
-        for path in present:
-            print(terminal_text(f"  {path.as_uri()}"))
-    from rag_eval_pipeline.reporting.commands import make_ui_command, rag_eval_command
-
-    command, ui = rag_eval_command(), make_ui_command()
-    hints = [
-        (f"{command} scorecard --tier tier1", "the numbers, grouped by version and tier"),
-        (f"{command} scorecard --system rag", "one system's metrics (part of its name)"),
-        (ui, "the asset graph and the plots over dates"),
-    ]
-    width = max(len(hint) for hint, _ in hints) + 2
-    print("next: open the report above, or try")
-    for hint, meaning in hints:
-        print(terminal_text(f"  {hint:<{width}} {meaning}"))
 
 
 def _fail_runs_of_dead_cli_processes(instance: DagsterInstance) -> None:
@@ -284,7 +218,7 @@ def _materialize_date(
         keys = ", ".join(f"{version}|{day}" for version, _ in pending)
         print(f"materializing {keys} ...", flush=True)
     failed, refused = _run_pending(instance, pending, args, selection, day, compact, run_ids)
-    gated = _print_summary(
+    gated = print_summary(
         instance,
         [version for version in versions if version not in refused],
         day,
@@ -369,62 +303,6 @@ def _execute_held(
     except PartitionBusyError as busy:
         print(terminal_text(str(busy)), file=sys.stderr, flush=True)
         return None
-
-
-def selected_assets_of(text: str, defs: Definitions) -> list[AssetKey]:
-    """The asset keys an asset selection string selects; `UsageError` when it is invalid or
-    selects no asset (Dagster's message, first line)."""
-    from dagster import AssetSelection, DagsterError
-
-    try:
-        keys = sorted(AssetSelection.from_string(text).resolve(defs.resolve_asset_graph()))
-    except DagsterError as error:
-        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise UsageError(f"invalid --select {text!r}: {reason}") from error
-    if not keys:
-        raise UsageError(f"--select {text!r} selects no asset")
-    return keys
-
-
-def _print_summary(
-    instance: DagsterInstance,
-    versions: Sequence[str],
-    day: str,
-    run_ids: Mapping[str, str],
-    regressions_selected: bool,
-    compact: bool = False,
-    failed: Sequence[str] = (),
-) -> dict[str, int]:
-    """Print each partition's verdict, regression alerts and failed checks (`compact`: one
-    line per date, details only for partitions that need a look); return the partitions a CI
-    gate fails on, with their exit codes (`PartitionSummary.exit_code`)."""
-    from rag_eval_pipeline.defs.outcome.summary import partition_summary
-    from rag_eval_pipeline.storage.warehouse import WarehouseStore
-
-    store = WarehouseStore(WAREHOUSE_URL)
-    gated: dict[str, int] = {}
-    verdicts, details = [], []
-    for version in versions:
-        if version in failed:
-            verdicts.append(f"{version}: run failed")
-            continue
-        summary = partition_summary(
-            instance, store, version, day, run_ids.get(version), regressions_selected
-        )
-        verdicts.append(f"{version}: {summary.verdict}")
-        if not compact or summary.needs_look:
-            details += [f"{version}|{day}: {summary.verdict}", *summary.lines]
-        if summary.gates:
-            gated[f"{version}|{day}"] = summary.exit_code
-    if compact:
-        print(terminal_text(f"{day}  " + " · ".join(verdicts)), flush=True)
-        for line in details:
-            print(terminal_text(line))
-    else:
-        print(f"summary for {day}:")
-        for line in details:
-            print(terminal_text(line))
-    return gated
 
 
 def _fingerprint_tags(
