@@ -282,6 +282,16 @@ class LLMResource(ConfigurableResource):
         return LLMGenerator(client), client
 
 
+def llm_from_environment(role: str, model_env: str, api_base_env: str) -> LLMResource:
+    """The `role` LLM of a default deployment: the model `model_env` names (else offline), the
+    API base `api_base_env` names as an `EnvVar` (never its value in a run's snapshot)."""
+    return LLMResource(
+        model=os.environ.get(model_env, OFFLINE_MODEL),
+        api_base=env_var_if_set(api_base_env),
+        role=role,
+    )
+
+
 class ResultCacheResource(ConfigurableResource):
     """Where costly, pure results are kept by content (see `storage.result_cache`).
 

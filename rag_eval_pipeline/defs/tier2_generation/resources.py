@@ -1,11 +1,9 @@
 """The generator LLM: the model and API base the environment names, else offline."""
 
-import os
-
 from dagster import Definitions, definitions
 
-from rag_eval_pipeline.defs.shared.resources import LLMResource, env_var_if_set
-from rag_eval_pipeline.settings import GENERATOR_API_BASE_ENV, GENERATOR_MODEL_ENV, OFFLINE_MODEL
+from rag_eval_pipeline.defs.shared.resources import llm_from_environment
+from rag_eval_pipeline.settings import GENERATOR_API_BASE_ENV, GENERATOR_MODEL_ENV
 
 
 @definitions
@@ -13,10 +11,8 @@ def resources() -> Definitions:
     """This folder's resources for a default deployment (read when the code location loads)."""
     return Definitions(
         resources={
-            "generator_llm": LLMResource(
-                model=os.environ.get(GENERATOR_MODEL_ENV, OFFLINE_MODEL),
-                api_base=env_var_if_set(GENERATOR_API_BASE_ENV),
-                role="generator",
+            "generator_llm": llm_from_environment(
+                "generator", GENERATOR_MODEL_ENV, GENERATOR_API_BASE_ENV
             )
         }
     )
