@@ -71,8 +71,8 @@ def create_instance_schema() -> float:
 def materialize_noop_graph(versions: list[str], day: str) -> int:
     """Run the no-op copy of the evaluation graph once per version; returns its step count."""
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
-    from rag_eval_pipeline.defs.partitions import (
+    from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+    from rag_eval_pipeline.defs.shared.partitions import (
         DATASET_VERSION,
         evaluation_partition_key,
         evaluation_partitions,

@@ -60,7 +60,7 @@ def timed(label: str, scan: Callable) -> float:
 
 def ticks(root: str, mirror: Path, names: list[str], add_one: Callable[[], object]) -> None:
     """The three ticks' scans of the versions under `root`."""
-    from rag_eval_pipeline.defs.resources import DatasetsResource
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
     datasets = DatasetsResource(root=root, mirror=str(mirror))
     location = datasets.location

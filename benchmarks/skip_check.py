@@ -44,12 +44,12 @@ def materialize(data: Path, home: Path, versions: list[str], day: str) -> None:
 def time_checks(versions: list[str], day: str, repeat: int) -> dict[str, tuple[float, float]]:
     """Per version: the first check's seconds in this process and the median of the others."""
     from rag_eval_pipeline.cli import open_instance
-    from rag_eval_pipeline.defs.resources import DatasetsResource
-    from rag_eval_pipeline.defs.up_to_date import (
+    from rag_eval_pipeline.defs.runs.up_to_date import (
         evaluation_assets,
         evaluation_freshness,
         fingerprint_tags,
     )
+    from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
     instance, assets, root = open_instance(), evaluation_assets(), DatasetsResource().root
     timings: dict[str, tuple[float, float]] = {}

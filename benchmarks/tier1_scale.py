@@ -165,9 +165,12 @@ def main() -> None:
 
         from rag_eval_pipeline.definitions import default_resources
         from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-        from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
-        from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-        from rag_eval_pipeline.defs.resources import DatasetsResource
+        from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+        from rag_eval_pipeline.defs.shared.partitions import (
+            DATASET_VERSION,
+            evaluation_partition_key,
+        )
+        from rag_eval_pipeline.defs.shared.resources import DatasetsResource
         from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
         from rag_eval_pipeline.defs.tier1_retrieval.assets import (
             retrieval_metrics,

@@ -35,9 +35,9 @@ from dagster import (
 )
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
-from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import (
+from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import (
     DatasetsResource,
     EmbedderResource,
     LLMResource,
@@ -119,7 +119,7 @@ def materialize_demo_assets(
     """Materialize the assets called `names` (and `checks`) for demo-v1 on 2026-11-20 on
     `instance`, with `evaluation_resources` plus `resources`."""
     from rag_eval_pipeline.definitions import ALL_ASSETS
-    from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 
     instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v1"])
     return materialize(

@@ -25,8 +25,8 @@ def main(argv: list[str]) -> int:
     from dagster import AssetKey, DagsterInstance
 
     from rag_eval_pipeline.definitions import defs
-    from rag_eval_pipeline.defs.jobs import EVALUATION_JOB_NAME
-    from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+    from rag_eval_pipeline.defs.runs.jobs import EVALUATION_JOB_NAME
+    from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 
     instance = DagsterInstance.get()
     if not instance.has_dynamic_partition(DATASET_VERSION, version):

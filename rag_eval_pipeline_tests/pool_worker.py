@@ -10,8 +10,8 @@ import sys
 
 from dagster import AssetExecutionContext, DagsterInstance, asset, materialize
 
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 
 
 def main() -> int:

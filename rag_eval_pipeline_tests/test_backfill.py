@@ -26,7 +26,7 @@ from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import (
     QueuedRunCoordinatorDaemon,
 )
 
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,

@@ -34,7 +34,7 @@ REPORT_VIEWPORT = {"width": 1280, "height": 900}
 UI_VIEWPORT = {"width": 1600, "height": 1400}
 PAGE_TIMEOUT_S = 60.0
 # the plot of a float metadata key over partitions, and the UI's query that feeds it
-# a metric of one version: each version is its own series (`defs.metadata.plotted_key`)
+# a metric of one version: each version is its own series (`defs.shared.metadata.plotted_key`)
 PLOTTED_KEY = f"{TIER1_VERSION}/reranked/hit_rate@1"
 PARTITION_EVENTS_QUERY = "AssetPartitionEventsQuery"
 # the community dialog's heading, and the query the UI asks whether to show it with

@@ -9,7 +9,7 @@ from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.defs.comparison.assets import ComparisonConfig, system_comparison
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.comparison import (
     BETTER,

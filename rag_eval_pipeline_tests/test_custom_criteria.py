@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance
 
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import judge_criteria
 from rag_eval_pipeline.evaluation.item_scores import judgment_items

@@ -20,8 +20,8 @@ from rag_eval_pipeline.datasets.formats import derived_query_ids, text_id
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import ideal_contexts
 from rag_eval_pipeline.evaluation.retrieval import evaluate_runs, logged_runs, real_user_run

@@ -20,15 +20,15 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
+from rag_eval_pipeline.cli import validate as cli_validate
 from rag_eval_pipeline.datasets import location as location_module
 from rag_eval_pipeline.datasets.location import DatasetLocation
 from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.objects import storage_path
@@ -87,7 +87,7 @@ def test_the_bucket_gets_the_verdicts_of_the_folder_from_every_path(
 
     patch = pytest.MonkeyPatch.context()
     with patch as mirror:  # `rag-eval validate` mirrors to RAG_EVAL_DATASETS_MIRROR
-        mirror.setattr(cli, "DATASETS_MIRROR", tmp_path / "cli-mirror")
+        mirror.setattr(cli_validate, "DATASETS_MIRROR", tmp_path / "cli-mirror")
         validated = main(["validate", f"{url}/demo-v1"]), main(["validate", f"{url}/broken"])
     assert (tmp_path / "cli-mirror" / "demo-v1" / "qrels.csv").is_file()
     assert validated[0] == 0

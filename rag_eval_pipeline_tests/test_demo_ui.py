@@ -26,8 +26,8 @@ from dagster import AssetSelection, DagsterInstance, materialize
 
 from rag_eval_pipeline.datasets.manifest import utc_today
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests import flips
 from rag_eval_pipeline_tests.conftest import (
@@ -47,7 +47,7 @@ from rag_eval_pipeline_tests.ui_browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.slow, NEEDS_CHROMIUM]
 VERSION = "demo-v2"
 SYSTEM, METRIC = "reference-rag", "hit_rate@10"
-PLOTTED_KEY = f"{VERSION}/{SYSTEM}/{METRIC}"  # defs.metadata.plotted_key
+PLOTTED_KEY = f"{VERSION}/{SYSTEM}/{METRIC}"  # defs.shared.metadata.plotted_key
 PLOTTED_ASSET = "system_retrieval_quality"  # Tier 1 of the system under test's answers
 CHECK = "scorecard_regressions"
 FLIPS_DAY3 = "2026-11-22"

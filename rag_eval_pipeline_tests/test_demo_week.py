@@ -17,7 +17,7 @@ from dagster import DagsterInstance, materialize
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest, utc_today
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.traffic import day_interactions

@@ -47,9 +47,9 @@ from upath import UPath
 from rag_eval_pipeline.datasets.errors import InvalidVersionName
 from rag_eval_pipeline.datasets.values import as_chunks
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource, LLMResource
+from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManager, ParquetIOManagerResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource, LLMResource
 from rag_eval_pipeline.defs.tier2_generation.assets import (
     generation_judgments,
     generation_quality,
@@ -664,7 +664,7 @@ def test_io_manager_partition_paths_stay_inside_the_base(partition: str, tmp_pat
 
 
 def _probe_asset() -> Any:
-    from rag_eval_pipeline.defs.partitions import evaluation_partitions
+    from rag_eval_pipeline.defs.shared.partitions import evaluation_partitions
 
     @asset(partitions_def=evaluation_partitions, name="probe")
     def probe() -> pd.DataFrame:

@@ -20,8 +20,8 @@ from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, defs
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.dataset.schedules import INVALID_VERSIONS_TAG, daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources, report_config

@@ -31,8 +31,8 @@ from rag_eval_pipeline.datasets import readers
 from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.traces import trace_interactions
-from rag_eval_pipeline.defs.metadata import markdown_table
-from rag_eval_pipeline.defs.resources import AlertsResource, LLMResource
+from rag_eval_pipeline.defs.shared.metadata import markdown_table
+from rag_eval_pipeline.defs.shared.resources import AlertsResource, LLMResource
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.llm.client import LLMClient, LLMConfig
 from rag_eval_pipeline.llm.secrets import redact

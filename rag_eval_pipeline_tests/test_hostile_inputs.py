@@ -32,8 +32,8 @@ from rouge_score.rouge_scorer import _lcs_table
 from safetensors.torch import load_file, save_file
 
 from rag_eval_pipeline.cli import main
-from rag_eval_pipeline.defs.metadata import markdown_table
-from rag_eval_pipeline.defs.resources import AlertsResource
+from rag_eval_pipeline.defs.shared.metadata import markdown_table
+from rag_eval_pipeline.defs.shared.resources import AlertsResource
 from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL, Embedder, resolve_model_path
 from rag_eval_pipeline.embedding.sentences import MAX_SENTENCES
 from rag_eval_pipeline.evaluation.run_fingerprint import partition_fingerprint
@@ -460,7 +460,7 @@ def test_alert_webhook_url_never_lands_in_the_job_snapshot(monkeypatch: pytest.M
     from dagster import Definitions, serialize_value
 
     from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
-    from rag_eval_pipeline.defs.jobs import evaluation_job
+    from rag_eval_pipeline.defs.runs.jobs import evaluation_job
 
     monkeypatch.setenv("RAG_EVAL_ALERT_WEBHOOK", "https://hooks.example/T0/B0/webhook-secret-1")
     resources = default_resources()

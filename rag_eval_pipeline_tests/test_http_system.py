@@ -36,13 +36,13 @@ from rag_eval_pipeline.datasets.http_config import (
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.definitions import default_resources
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource, RagSystemResource
-from rag_eval_pipeline.defs.tier1_retrieval.system_under_test import (
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource, RagSystemResource
+from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
+from rag_eval_pipeline.defs.tier3_e2e.system_under_test import (
     system_retrieval_metrics,
     system_retrieval_quality,
 )
-from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.llm.breaker import BreakerState
 from rag_eval_pipeline.llm.client import LLMConfig

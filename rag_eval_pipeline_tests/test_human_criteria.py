@@ -10,7 +10,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.judging import agreement_values, human_agreement
 from rag_eval_pipeline.evaluation.rater_tasks import rater_tasks

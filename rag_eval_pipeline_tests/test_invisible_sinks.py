@@ -19,13 +19,13 @@ from dagster import (
     materialize,
 )
 
-from rag_eval_pipeline import cli
 from rag_eval_pipeline.cli import main
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
+from rag_eval_pipeline.cli import results as cli_results
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import AlertsResource, WarehouseResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR
@@ -146,7 +146,7 @@ def test_terminal_output_of_rag_eval_commands(
     assert main(["validate", str(version)]) == 1
     assert_shown("".join(capsys.readouterr()), SHOWN_RUN_FILE, SHOWN_SYSTEM)
 
-    monkeypatch.setattr(cli, "WAREHOUSE_URL", str(tmp_path / "warehouse"))
+    monkeypatch.setattr(cli_results, "WAREHOUSE_URL", str(tmp_path / "warehouse"))
     assert main(["scorecard", "--dataset-version", "v1", "--date", D3, "--all"]) == 0
     printed = "".join(capsys.readouterr())  # a long name is cut to its column's width
     assert_shown(printed, "prod\\u202egnp.exe.tre…", f"{SHOWN_SYSTEM}  ")

@@ -19,9 +19,9 @@ from dagster import (
 from upath import UPath
 
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.io_managers import ParquetIOManager, ParquetIOManagerResource
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import WarehouseResource
+from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManager, ParquetIOManagerResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import WarehouseResource
 from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
 from rag_eval_pipeline.defs.tier1_retrieval.assets import (
     retrieval_metrics,

@@ -11,7 +11,7 @@ from dagster import AssetKey, DagsterInstance
 from ppi_py import ppi_mean_ci as reference_ci
 
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.ppi_estimates import (
     human_means,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance
 
-from rag_eval_pipeline.defs.judge_checks import judge_error_rate_check
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.shared.judge_checks import judge_error_rate_check
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.llm.client import CALLS_PER_SLOT
 from rag_eval_pipeline_tests.conftest import materialize_demo_assets

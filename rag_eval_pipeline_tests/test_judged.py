@@ -12,8 +12,8 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.definitions import ALL_ASSETS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.rater_tasks import unjudged_top_k
 from rag_eval_pipeline.metrics.retrieval import evaluate_run

@@ -18,10 +18,10 @@ import pytest
 from dagster import DagsterInstance, MaterializeResult, asset, build_sensor_context, materialize
 from dagster._core.storage.runs.schema import RunsTable
 
-from rag_eval_pipeline.defs import run_cost
-from rag_eval_pipeline.defs.resources import LLMResource
-from rag_eval_pipeline.defs.run_cost import run_cost_sensor, tag_run_cost
-from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage
+from rag_eval_pipeline.defs.outcome import cost as run_cost
+from rag_eval_pipeline.defs.outcome.cost import run_cost_sensor, tag_run_cost
+from rag_eval_pipeline.defs.outcome.summary import partition_summary, run_llm_usage
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.cost import (
     CALLS_TAG,
@@ -376,7 +376,7 @@ def test_estimate_command_calls_nothing_and_keeps_no_result(
     server sees no request, the judge's prompts are priced, and the result cache gains nothing
     made of stand-ins."""
     from rag_eval_pipeline.cli import main
-    from rag_eval_pipeline.defs.resources import ResultCacheResource
+    from rag_eval_pipeline.defs.shared.resources import ResultCacheResource
 
     results = Path(ResultCacheResource().directory)
     before = set(results.glob("*")) if results.exists() else set()

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance
 
-from rag_eval_pipeline.defs.resources import LLMResource
+from rag_eval_pipeline.defs.shared.resources import LLMResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.run_fingerprint import llm_endpoints
 from rag_eval_pipeline.llm.endpoint import endpoint_digest, endpoint_identity

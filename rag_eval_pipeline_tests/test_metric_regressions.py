@@ -20,8 +20,8 @@ from dagster import (
 )
 from scipy import stats
 
-from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
+from rag_eval_pipeline.defs.shared.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.evaluation.item_scores import (
     SAMPLE_SOURCES,
     e2e_latency_samples,
@@ -490,7 +490,7 @@ def test_a_run_without_metric_regressions_never_reports_or_gates_on_a_stored_ver
     tmp_path: Path,
 ) -> None:
 
-    from rag_eval_pipeline.defs.run_summary import partition_summary
+    from rag_eval_pipeline.defs.outcome.summary import partition_summary
     from rag_eval_pipeline.storage.parquet import write_parquet_atomically
     from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 

@@ -20,9 +20,9 @@ import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
 from rag_eval_pipeline.definitions import ALL_ASSETS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
-from rag_eval_pipeline.defs.run_summary import partition_summary, run_llm_usage, usage_line
+from rag_eval_pipeline.defs.outcome.summary import partition_summary, run_llm_usage, usage_line
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.verdicts.wording import NOT_COMPARABLE, REGRESSED
 from rag_eval_pipeline.storage.warehouse import WarehouseStore

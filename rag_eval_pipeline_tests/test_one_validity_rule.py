@@ -28,8 +28,8 @@ from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.definitions import ALL_ASSETS
 from rag_eval_pipeline.defs.dataset.schedules import daily_evaluation_schedule
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline_tests.conftest import evaluation_resources
 from rag_eval_pipeline_tests.test_dataset_formats import (

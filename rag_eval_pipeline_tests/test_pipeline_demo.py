@@ -27,14 +27,14 @@ from dagster import (
 )
 
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import (
+from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import (
     AlertsResource,
     BaselineResource,
     RagSystemResource,
     WarehouseResource,
 )
-from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.verdicts.significance import QUANTILE_TEST
 from rag_eval_pipeline.metrics.correlation import RAGAS_METRICS

@@ -43,8 +43,8 @@ from dagster_postgres import DagsterPostgresStorage
 from dagster_postgres.utils import pg_url_from_config
 from sqlalchemy.engine import make_url
 
-from rag_eval_pipeline.defs.partitions import evaluation_partition_key
-from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.runs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.partitions import evaluation_partition_key
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance
 
-from rag_eval_pipeline.defs.judge_checks import judge_error_rate_check
-from rag_eval_pipeline.defs.resources import RagSystemResource
+from rag_eval_pipeline.defs.shared.judge_checks import judge_error_rate_check
+from rag_eval_pipeline.defs.shared.resources import RagSystemResource
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.evaluation.generation import judge_answers, refusal_scores
 from rag_eval_pipeline.judges.judge import LLMJudge

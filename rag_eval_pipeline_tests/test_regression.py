@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.defs.resources import AlertsResource
+from rag_eval_pipeline.defs.shared.resources import AlertsResource
 from rag_eval_pipeline.evaluation.alerts import new_alerts
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, band, build_scorecard
 from rag_eval_pipeline.evaluation.verdicts.effect_rule import detect_regressions

@@ -11,15 +11,15 @@ import pandas as pd
 import pytest
 from dagster import AssetSpec, DagsterInstance, materialize
 
-from rag_eval_pipeline.defs.io_managers import ParquetIOManagerResource
-from rag_eval_pipeline.defs.partitions import (
+from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
+from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+from rag_eval_pipeline.defs.shared.partitions import (
     DATASET_VERSION,
     evaluation_partition_key,
     evaluation_partitions,
 )
-from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
-from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
-from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.evaluation.item_scores import empty_items
 from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions

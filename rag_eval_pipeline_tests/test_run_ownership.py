@@ -35,15 +35,16 @@ from dagster import (
 )
 from filelock import FileLock
 
-from rag_eval_pipeline.cli import _launch_backfill, build_parser, main
+from rag_eval_pipeline.cli import build_parser, main
+from rag_eval_pipeline.cli.backfill import launch_backfill
 from rag_eval_pipeline.definitions import defs
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION
-from rag_eval_pipeline.defs.run_ownership import (
+from rag_eval_pipeline.defs.runs.ownership import (
     RunOwner,
     dead_owner_run_sensor,
     fail_runs_of_dead_owners,
     process_start_time,
 )
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION
 from rag_eval_pipeline_tests.conftest import (
     DATASETS_DIR,
     PROJECT_ROOT,
@@ -140,7 +141,7 @@ def test_a_backfill_that_dagster_refuses_fails_in_one_line(
     """`dagster job backfill` refuses a partition the instance does not know: the command
     says so in one line (not Dagster's logs or traceback), returns 1 and queues nothing."""
     args = build_parser().parse_args(["run", "--from", "2026-11-20", "--to", "2026-11-21"])
-    assert _launch_backfill(dagster_instance, ["unregistered"], args) == 1
+    assert launch_backfill(dagster_instance, ["unregistered"], args) == 1
     assert capsys.readouterr().err.splitlines() == [
         "the backfill could not be launched: Unknown partitions: "
         "unregistered|2026-11-20, unregistered|2026-11-21"

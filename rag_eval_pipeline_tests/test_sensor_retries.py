@@ -9,9 +9,13 @@ import pytest
 from dagster import AssetMaterialization, SkipReason, build_sensor_context, instance_for_test
 
 from rag_eval_pipeline.defs.dataset.sensors import dataset_version_sensor
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import AlertsResource, DatasetsResource, WarehouseResource
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import (
+    AlertsResource,
+    DatasetsResource,
+    WarehouseResource,
+)
 from rag_eval_pipeline.evaluation.item_scores import empty_items
 from rag_eval_pipeline.evaluation.verdicts.columns import alert_keys
 from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions

@@ -15,14 +15,14 @@ import pytest
 from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import RagSystemResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import RagSystemResource
 from rag_eval_pipeline.defs.tier0_embedding.assets import corpus_embeddings
-from rag_eval_pipeline.defs.tier1_retrieval.system_under_test import (
+from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
+from rag_eval_pipeline.defs.tier3_e2e.system_under_test import (
     system_retrieval_metrics,
     system_retrieval_quality,
 )
-from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
 from rag_eval_pipeline.embedding.embedder import Embedder
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR, evaluation_resources

@@ -18,8 +18,8 @@ from rag_eval_pipeline.datasets.errors import DatasetError
 from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.traces import trace_interactions
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.defs.traffic.assets import (
     traffic_judgments,
     traffic_metrics,

@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION
 from rag_eval_pipeline_tests.conftest import TIER1_DATES, TIER1_VERSION
 from rag_eval_pipeline_tests.ui_browser import graphql
 

@@ -7,7 +7,7 @@ changes the fingerprint), the endpoints the judge and generator will call (`llm.
 the scorecards stored for the version's
 earlier dates (the regression baseline). The embedding and judge caches already make model calls
 on unchanged inputs free; the fingerprint lets the CLI skip the Dagster run itself when what is
-stored for the partition was materialized from identical inputs (`defs/up_to_date.py`: the
+stored for the partition was materialized from identical inputs (`defs/runs/up_to_date.py`: the
 fingerprint is recorded on every materialization and compared with the latest one).
 
 A user callable or HTTP service as system under test (``RAG_EVAL_SYSTEM=callable|http``, or

@@ -5,7 +5,7 @@ A Parquet file's footer (at its end) holds its schema and row count: reading it 
 read, not the table, and a truncated, empty or overwritten file fails it. A folder of tables
 (`parquet.write_tables_atomically`) reads back when its manifest does and every table it names
 does. `output_problem` says in one phrase what is wrong, or None; the rule deciding whether a
-partition is up to date (`defs/up_to_date.py`) asks it for every selected asset.
+partition is up to date (`defs/runs/up_to_date.py`) asks it for every selected asset.
 """
 
 from __future__ import annotations

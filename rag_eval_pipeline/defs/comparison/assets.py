@@ -3,15 +3,19 @@
 from pathlib import Path
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 
+from rag_eval_pipeline.defs.comparison import asset
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import headline_metadata, markdown_table, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, ResultCacheResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.shared.metadata import headline_metadata, markdown_table, text_metadata
+from rag_eval_pipeline.defs.shared.resources import (
+    EmbedderResource,
+    LLMResource,
+    ResultCacheResource,
+)
+from rag_eval_pipeline.defs.shared.skipping import skipped
 from rag_eval_pipeline.evaluation.comparison import (
     COMPARISON_COLUMNS,
     VERDICTS,
@@ -70,9 +74,6 @@ def headline_deltas(comparison: pd.DataFrame) -> dict[str, float]:
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="8_comparison",
-    kinds={"pandas", "parquet"},
     description=(
         "A/B comparison of configurations of the reference RAG (retriever, top k, embedder; "
         "`config/variants.yaml`) on the same questions: per metric, the mean delta against the "

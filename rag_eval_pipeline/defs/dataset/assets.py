@@ -3,21 +3,19 @@
 from typing import Any
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
-from rag_eval_pipeline.defs.metadata import markdown_table, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.dataset import asset
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 
 DatasetTables = dict[str, Any]
 """The `golden_dataset` asset's value: table name → DataFrame, or `TableBatches` (runs)."""
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="0_dataset",
-    kinds={"pandas", "parquet"},
     description=(
         "The dataset version's corpus, queries, qrels, runs, logs and judge labels, validated "
         "(file, row and column named on any error) and frozen for the date."

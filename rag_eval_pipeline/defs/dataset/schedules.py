@@ -17,14 +17,14 @@ from dagster import (
     schedule,
 )
 
-from rag_eval_pipeline.defs.jobs import evaluation_job
-from rag_eval_pipeline.defs.partitions import DATASET_VERSION, evaluation_partition_key
-from rag_eval_pipeline.defs.resources import DatasetsResource
-from rag_eval_pipeline.defs.up_to_date import (
+from rag_eval_pipeline.defs.runs.jobs import evaluation_job
+from rag_eval_pipeline.defs.runs.up_to_date import (
     evaluation_assets,
     evaluation_freshness,
     fingerprint_tags,
 )
+from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.text.escaping import terminal_text
 
 DAILY_CRON = os.environ.get("RAG_EVAL_SCHEDULE_CRON", "0 2 * * *")

@@ -12,13 +12,13 @@ from dagster import (
     sensor,
 )
 
-from rag_eval_pipeline.defs.jobs import evaluation_job
-from rag_eval_pipeline.defs.partitions import (
+from rag_eval_pipeline.defs.runs.jobs import evaluation_job
+from rag_eval_pipeline.defs.shared.partitions import (
     DATASET_VERSION,
     dataset_version_partitions,
     evaluation_partition_key,
 )
-from rag_eval_pipeline.defs.resources import DatasetsResource
+from rag_eval_pipeline.defs.shared.resources import DatasetsResource
 from rag_eval_pipeline.text.escaping import terminal_text
 
 

@@ -1,16 +1,17 @@
 """Judging the judges: reliability on repeated judgments, agreement with humans, show/hide."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 from pydantic import Field
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.judges import asset
+from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
 from rag_eval_pipeline.defs.tier3_e2e.assets import TIER as E2E_TIER
 from rag_eval_pipeline.evaluation.judging import (
     agreement_values,
@@ -51,9 +52,6 @@ class JudgeReliabilityConfig(Config):
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="5_judges",
-    kinds={"pandas", "parquet"},
     description=(
         "Re-judges Tier 2 answers (cache bypassed) to measure the judge's consistency "
         "(share of items whose repeated scores differ by at most δ), error rate and latency; "
@@ -102,9 +100,6 @@ def judge_reliability(
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="5_judges",
-    kinds={"pandas", "parquet"},
     description=(
         "The production show/hide judge against human `ground_truth_show` labels: accuracy, "
         "precision, recall and F1 of the 'Yes' class, confusion matrix, errors, latency."
@@ -166,9 +161,6 @@ class JudgeCorrectedConfig(Config):
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="5_judges",
-    kinds={"pandas", "parquet"},
     description=(
         "The Tier 3 judge means corrected by the human labels (prediction-powered inference, "
         "PPI++): per system and judged criterion with labels, ppi_<metric> (estimate of the "
@@ -219,8 +211,6 @@ class RaterExportConfig(Config):
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="5_judges",
     kinds={"pandas", "csv"},
     description=(
         "A seeded sample of the day's end-to-end answers (question, retrieved contexts, "

@@ -1,0 +1,8 @@
+"""The HTML report asset, in the scorecard's group.
+
+Its assets take the evaluation defaults (`defs.shared.assets`) and the group `7_scorecard`.
+"""
+
+from rag_eval_pipeline.defs.shared.assets import evaluation_asset
+
+asset = evaluation_asset("7_scorecard", kinds=frozenset({"html", "pandas"}))

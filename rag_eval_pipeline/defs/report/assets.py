@@ -9,13 +9,14 @@ metadata links to the file.
 from datetime import UTC, datetime
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 
-from rag_eval_pipeline.defs.metadata import text_metadata
-from rag_eval_pipeline.defs.partition_lock import versions_in_progress
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.resources import BaselineResource, WarehouseResource
+from rag_eval_pipeline.defs.report import asset
+from rag_eval_pipeline.defs.runs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.metadata import text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.evaluation.headline import REGRESSION
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.reporting.html_report import (
@@ -39,9 +40,6 @@ class ReportConfig(Config):
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="7_scorecard",
-    kinds={"html", "pandas"},
     description=(
         "A self-contained HTML report of the partition: scorecard with bands, regressions "
         "against the baseline, trend charts of the headline metrics with regressions marked, "

@@ -1,22 +1,23 @@
 """The `evaluation_scorecard` asset: one row per (tier, system, metric) for the partition.
 
 Its `cost` tier is what the run's LLM calls cost up to the scorecard (`evaluation.cost`, from the
-run's materializations: `defs.llm_metadata.run_llm_usage`); the model bridge's calls, made after
-it by `metric_regressions`, are in the run's `rag_eval/cost_usd` tag (`defs.run_cost`).
+run's materializations: `defs.shared.llm_metadata.run_llm_usage`); the model bridge's calls, made
+after it by `metric_regressions`, are in the run's `rag_eval/cost_usd` tag (`defs.outcome.cost`).
 """
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
-from rag_eval_pipeline.defs.metadata import (
+from rag_eval_pipeline.defs.scorecard import asset
+from rag_eval_pipeline.defs.shared.llm_metadata import run_llm_usage
+from rag_eval_pipeline.defs.shared.metadata import (
     headline_metadata,
     markdown_table,
     plotted_key,
     text_metadata,
 )
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
 from rag_eval_pipeline.evaluation.cost import cost_quality, unpriced_models
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION, Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.summaries import single_values
@@ -52,7 +53,7 @@ class ScorecardConfig(Config):
 
 def headline_values(scorecard: pd.DataFrame, version: str) -> dict[str, float]:
     """`<version>/<tier>/<system>/<metric>` → value for the headline metrics (plotted by the
-    UI, one series per version: `defs.metadata.plotted_key`)."""
+    UI, one series per version: `defs.shared.metadata.plotted_key`)."""
     rows = scorecard[scorecard["metric"].isin(HEADLINE_METRICS)]
     return {
         plotted_key(version, r.tier, r.system, r.metric): float(r.value) for r in rows.itertuples()
@@ -60,9 +61,6 @@ def headline_values(scorecard: pd.DataFrame, version: str) -> dict[str, float]:
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="7_scorecard",
-    kinds={"pandas", "parquet"},
     description=(
         "Every tier's metrics for the partition, one row per tier/system/metric, with the "
         "95% CI, error counts, threshold band and direction of 'better'."

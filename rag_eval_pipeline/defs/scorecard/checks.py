@@ -12,12 +12,11 @@ from dagster import (
     AssetCheckSeverity,
     AssetIn,
     MetadataValue,
-    asset_check,
 )
 
-from rag_eval_pipeline.defs.metadata import markdown_table, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
 from rag_eval_pipeline.defs.scorecard.assets import evaluation_scorecard
+from rag_eval_pipeline.defs.shared.assets import evaluation_check
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, text_metadata
 from rag_eval_pipeline.evaluation.headline import OUTAGE, REGRESSION, headline
 from rag_eval_pipeline.evaluation.scorecard import NEEDS_ATTENTION
 from rag_eval_pipeline.evaluation.verdicts.columns import CHANGE_COLUMNS
@@ -28,9 +27,8 @@ from rag_eval_pipeline.text.escaping import visible_text
 AGREEMENT_TIERS = ("judge_reliability", "show_judge")
 
 
-@asset_check(
+@evaluation_check(
     asset=evaluation_scorecard,
-    partitions_def=evaluation_partitions,
     description=(
         "Every banded metric is at least 'good' (WARN lists those needing attention). The "
         "judge-vs-human agreement bands (judge_reliability, show_judge) are shown in the "
@@ -54,11 +52,10 @@ def scorecard_thresholds(
     )
 
 
-@asset_check(
+@evaluation_check(
     asset=evaluation_scorecard,
     name="scorecard_regressions",
     additional_ins={"metric_regressions": AssetIn(REGRESSIONS_ASSET)},
-    partitions_def=evaluation_partitions,
     description=(
         "No alert in `metric_regressions` (a regressed metric, one missing today, a judge "
         "outage): the day's headline (evaluation.headline), the words `rag-eval run` and the "

@@ -11,18 +11,19 @@ a thin wrapper: the inputs come from `evaluation.verdict_inputs`, the verdicts f
 from typing import Any
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 
-from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import (
+from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.scorecard import asset
+from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
+from rag_eval_pipeline.defs.shared.metadata import (
     headline_metadata,
     markdown_table,
     plotted_key,
     text_metadata,
 )
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import (
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import (
     BaselineResource,
     EmbedderResource,
     LLMResource,
@@ -151,9 +152,6 @@ def verdict_metadata(
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="7_scorecard",
-    kinds={"pandas", "parquet"},
     description=(
         "One row per (tier, system, metric) against the baseline (previous date, or the pinned "
         "one): baseline and current value, relative change, paired items, the test (exact sign "

@@ -12,14 +12,14 @@ from dagster import (
     sensor,
 )
 
-from rag_eval_pipeline.defs.partitions import (
+from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.partitions import (
     DATASET_VERSION,
     DATE,
     evaluation_partition_key,
     evaluation_partitions,
 )
-from rag_eval_pipeline.defs.resources import AlertsResource, WarehouseResource
-from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.evaluation.alerts import new_alerts, undelivered_partitions
 from rag_eval_pipeline.evaluation.headline import headline
 from rag_eval_pipeline.reporting.alerting import AlertContext, alert_lines

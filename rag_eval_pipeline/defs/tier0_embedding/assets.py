@@ -1,13 +1,14 @@
 """Tier 0, embedding quality: corpus embeddings → cluster cohesion and separation."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.resources import EmbedderResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.shared.metadata import summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
+from rag_eval_pipeline.defs.tier0_embedding import asset
 from rag_eval_pipeline.evaluation.corpus_embedding import (
     EMBEDDING_COLUMNS,
     embed_corpus,
@@ -18,9 +19,6 @@ from rag_eval_pipeline.evaluation.summaries import empty_quality
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="1_embedding",
-    kinds={"pandas", "parquet"},
     description=(
         "One embedding per corpus document (title + text) from the embedder resource, with its "
         "topic cluster (the corpus `cluster` column, or k-means when absent). Embeddings come "
@@ -55,9 +53,6 @@ def corpus_embeddings(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="1_embedding",
-    kinds={"pandas", "parquet"},
     description=(
         "Cluster metrics of the corpus embeddings: total within-cluster pairs, number of "
         "clusters, mean intra-cluster cosine similarity, mean inter-centroid euclidean distance, "

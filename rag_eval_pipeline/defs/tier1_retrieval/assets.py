@@ -1,12 +1,13 @@
 """Tier 1, retrieval: runs of every system → per-query IR metrics → per-system quality."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.resources import EmbedderResource, RagSystemResource
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource, RagSystemResource
+from rag_eval_pipeline.defs.tier1_retrieval import asset
 from rag_eval_pipeline.evaluation.corpus_embedding import embedding_matrix
 from rag_eval_pipeline.evaluation.retrieval import (
     all_runs,
@@ -24,9 +25,6 @@ PLOTTED_METRICS = ("hit_rate@1", "hit_rate@10", "mrr", "ndcg@10", "recall@10", "
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="2_retrieval",
-    kinds={"pandas", "parquet"},
     description=(
         "Ranked documents per query from every source: the reference retrievers (dense, BM25, "
         "RRF hybrid) over the corpus, the TREC runs shipped with the version, and the "
@@ -59,9 +57,6 @@ def retrieval_runs(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="2_retrieval",
-    kinds={"pandas", "parquet"},
     description=(
         "Per-query IR metrics of every system with trec_eval semantics: HitRate@k, MRR, "
         "Recall@k, Precision@k, NDCG@k (linear and exponential gain), MAP, R-precision."
@@ -92,9 +87,6 @@ def retrieval_metrics(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="2_retrieval",
-    kinds={"pandas", "parquet"},
     description="Mean, std, count and 95% bootstrap CI of every IR metric per system.",
 )
 def retrieval_quality(

@@ -1,15 +1,16 @@
 """Tier 2, generation with ideal context: answers from the relevant documents → judgments."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.llm_metadata import judgments_metadata, llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.runs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.llm_metadata import judgments_metadata, llm_usage_metadata
+from rag_eval_pipeline.defs.shared.metadata import summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
+from rag_eval_pipeline.defs.tier2_generation import asset
 from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
@@ -27,9 +28,6 @@ GENERATION_OUTPUT = ["system", "query_id", "question", "ground_truth_answer", "c
 
 @asset(
     pool=LLM_GENERATOR_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="3_generation",
-    kinds={"pandas", "parquet"},
     description=(
         "The generator's answer to every question given its qrels-relevant documents (the "
         "ideal context), isolating generation quality from retrieval."
@@ -62,9 +60,6 @@ def ideal_context_generations(
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="3_generation",
-    kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): LLM-judge faithfulness and answer relevance (rubric "
         "and RAGAS variant), ROUGE-1/2/L F1, sentence BLEU, exact match, semantic "
@@ -104,9 +99,6 @@ def generation_judgments(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="3_generation",
-    kinds={"pandas", "parquet"},
     description=(
         "avg_faithfulness, avg_answer_relevance, avg_rouge1_f/2_f/L_f, avg_bleu, ... with "
         "std, count, 95% bootstrap CI and the judge error rate."

@@ -1,19 +1,21 @@
 """Tier 3, end to end: the system under test retrieves and answers → judgments → quality."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
+from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.llm_metadata import (
+from rag_eval_pipeline.defs.runs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.llm_metadata import (
     criteria_metadata,
     judgments_metadata,
     llm_usage_metadata,
 )
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource, RagSystemResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource, LLMResource, RagSystemResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
+from rag_eval_pipeline.defs.tier3_e2e import asset
 from rag_eval_pipeline.evaluation.answer_scores import score_answers
 from rag_eval_pipeline.evaluation.composite import load_weights
 from rag_eval_pipeline.evaluation.generation import (
@@ -37,9 +39,6 @@ TIER = "tier3_e2e"
 
 @asset(
     pool=LLM_GENERATOR_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="4_end_to_end",
-    kinds={"pandas", "parquet"},
     description=(
         "The system under test (reference RAG, your callable, your HTTP service, or logged "
         "answers) answers every question: answer, retrieved documents, "
@@ -63,16 +62,7 @@ def e2e_generations(
         )
     model = embedder.get()
     generator, client = generator_llm.generator(model)
-    corpus, staged = dataset.corpus, []
-    _, day = partition_parts(context)
-    if kind == "reference" and dataset.manifest.change_active(day):
-        corpus, staged = lost_answers_corpus(
-            dataset.corpus, dataset.relevant_qrels, dataset.manifest.staged_change_drop or 0.0
-        )
-        context.log.info(
-            f"staged change (dataset.yaml): the index lost the relevant documents of "
-            f"{len(staged)} question(s) on {day}"
-        )
+    corpus, staged = _served_corpus(context, dataset, kind)
     system = build_rag_system(
         kind,
         corpus=corpus,
@@ -113,11 +103,26 @@ def e2e_generations(
     return outputs
 
 
+def _served_corpus(
+    context: AssetExecutionContext, dataset: GoldenDataset, kind: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """The corpus the system under test retrieves from on the partition's day, and the questions
+    whose relevant documents a staged change (`dataset.yaml`) removed from it that day."""
+    _, day = partition_parts(context)
+    if kind != "reference" or not dataset.manifest.change_active(day):
+        return dataset.corpus, []
+    corpus, staged = lost_answers_corpus(
+        dataset.corpus, dataset.relevant_qrels, dataset.manifest.staged_change_drop or 0.0
+    )
+    context.log.info(
+        f"staged change (dataset.yaml): the index lost the relevant documents of "
+        f"{len(staged)} question(s) on {day}"
+    )
+    return corpus, staged
+
+
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="4_end_to_end",
-    kinds={"pandas", "parquet"},
     description=(
         "One row per (question, metric): judge E2E usefulness, faithfulness, answer "
         "relevance, RAGAS context "
@@ -162,9 +167,6 @@ def e2e_judgments(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="4_end_to_end",
-    kinds={"pandas", "parquet"},
     description=(
         "avg_e2e_score, avg_semantic_similarity, ROUGE, BLEU, answer correctness, context "
         "precision/recall with CIs and error rates; total latency p50/p95/p99."

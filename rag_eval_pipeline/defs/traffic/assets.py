@@ -11,16 +11,17 @@ from dataclasses import dataclass
 from datetime import date
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, MetadataValue, asset
+from dagster import AssetExecutionContext, Config, MetadataValue
 
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
 from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
-from rag_eval_pipeline.defs.llm_metadata import criteria_metadata, llm_usage_metadata
-from rag_eval_pipeline.defs.metadata import summary_metadata, text_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.pools import LLM_JUDGE_POOL
-from rag_eval_pipeline.defs.resources import EmbedderResource, LLMResource
-from rag_eval_pipeline.defs.skipping import skipped
+from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
+from rag_eval_pipeline.defs.shared.llm_metadata import criteria_metadata, llm_usage_metadata
+from rag_eval_pipeline.defs.shared.metadata import summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource, LLMResource
+from rag_eval_pipeline.defs.shared.skipping import skipped
+from rag_eval_pipeline.defs.traffic import asset
 from rag_eval_pipeline.evaluation.generation import (
     JUDGMENT_COLUMNS,
 )
@@ -108,9 +109,6 @@ class DayTraffic:
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="6_traffic",
-    kinds={"pandas", "parquet"},
     description=(
         "One row per (production interaction of the day, metric): latency (total, retrieval, "
         "generation), error, cost in USD, satisfaction and positive feedback, from `logs.*` or "
@@ -146,9 +144,6 @@ def traffic_metrics(
 
 @asset(
     pool=LLM_JUDGE_POOL,
-    partitions_def=evaluation_partitions,
-    group_name="6_traffic",
-    kinds={"pandas", "parquet"},
     description=(
         "Reference-free metrics on a seeded sample of the day's interactions (default 50, all "
         "when fewer) that logged an answer and contexts or retrieved ids: judge faithfulness "
@@ -189,9 +184,6 @@ def traffic_judgments(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="6_traffic",
-    kinds={"pandas", "parquet"},
     description=(
         "The day's production traffic: volume, latency p50/p95/p99, error rate, cost per "
         "query and total, user satisfaction and positive-feedback rate; judge faithfulness, "

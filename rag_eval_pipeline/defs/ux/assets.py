@@ -1,12 +1,13 @@
 """UX tier: semantic cache hit rate, multi-turn context preservation and answer consistency."""
 
 import pandas as pd
-from dagster import AssetExecutionContext, Config, asset
+from dagster import AssetExecutionContext, Config
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.metadata import summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
-from rag_eval_pipeline.defs.resources import EmbedderResource
+from rag_eval_pipeline.defs.shared.metadata import summary_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
+from rag_eval_pipeline.defs.shared.resources import EmbedderResource
+from rag_eval_pipeline.defs.ux import asset
 from rag_eval_pipeline.evaluation.summaries import single_values
 from rag_eval_pipeline.evaluation.ux import arrival_ordered_questions, ux_values
 
@@ -20,9 +21,6 @@ class UxConfig(Config):
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="6_ux",
-    kinds={"pandas", "parquet"},
     description=(
         "cache_hit_rate (share of questions, in arrival order, with cosine > τ to an earlier "
         "one), context_preservation (mean cosine of consecutive turns of a session) and "

@@ -13,10 +13,9 @@ from dagster import (
     AssetCheckSeverity,
     AssetKey,
     MetadataValue,
-    asset_check,
 )
 
-from rag_eval_pipeline.defs.partitions import evaluation_partitions
+from rag_eval_pipeline.defs.shared.assets import evaluation_check
 from rag_eval_pipeline.evaluation.verdicts.evidence import OUTAGE_ERROR_RATE
 from rag_eval_pipeline.judges.metrics import METRICS
 
@@ -28,10 +27,9 @@ JUDGE_OUTAGE_RATE = OUTAGE_ERROR_RATE
 def judge_error_rate_check(asset_name: str) -> AssetChecksDefinition:
     """A check that the judgments of `asset_name` have at most 5% error rows."""
 
-    @asset_check(
+    @evaluation_check(
         asset=AssetKey(asset_name),
         name=f"{asset_name}_error_rate",
-        partitions_def=evaluation_partitions,
         description=(
             f"At most {MAX_JUDGE_ERROR_RATE:.0%} of the judgments are error rows (WARN); more "
             f"than {JUDGE_OUTAGE_RATE:.0%} of the judge calls failing is an outage (ERROR)."

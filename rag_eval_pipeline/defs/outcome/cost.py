@@ -2,10 +2,10 @@
 
 `tag_run_cost` sets the run's tags `rag_eval/cost_usd` (USD, or `unknown` when litellm could not
 price a call) and `rag_eval/llm_calls` from its materializations' usage metadata
-(`defs.llm_metadata.run_llm_usage`, `evaluation.cost.cost_tags`: the numbers of the run summary's
-`LLM:` line and of the scorecard's `cost` tier), through `DagsterInstance.add_run_tags`; a run
-without LLM calls (offline models) gets no tag. The tags show in the UI's run list and filter
-runs (`RunsFilter(tags=...)`).
+(`defs.shared.llm_metadata.run_llm_usage`, `evaluation.cost.cost_tags`: the numbers of the run
+summary's `LLM:` line and of the scorecard's `cost` tier), through `DagsterInstance.add_run_tags`;
+a run without LLM calls (offline models) gets no tag. The tags show in the UI's run list and
+filter runs (`RunsFilter(tags=...)`).
 
 `rag-eval run` tags each run it executes when it ends; `run_cost_sensor` tags, in the daemon,
 the runs it launched (backfills, schedules, the UI) once they end, successfully or not: a failed
@@ -28,7 +28,7 @@ from dagster import (
     sensor,
 )
 
-from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
+from rag_eval_pipeline.defs.shared.llm_metadata import run_llm_usage
 from rag_eval_pipeline.evaluation.cost import COST_TAG, cost_tags
 
 FINISHED_STATUSES = [DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED]

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 from dagster import DagsterEventType, DagsterInstance, MetadataValue
 
-from rag_eval_pipeline.defs.metadata import text_metadata
+from rag_eval_pipeline.defs.shared.metadata import text_metadata
 from rag_eval_pipeline.evaluation.composite import describe
 from rag_eval_pipeline.evaluation.cost import usage_table
 from rag_eval_pipeline.evaluation.generation import n_refusals

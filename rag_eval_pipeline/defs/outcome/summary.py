@@ -8,8 +8,8 @@ check, the report and the alert sensor read); the failed checks from the run's a
 evaluations on the instance; the LLM usage from the run's materializations' metadata (every
 `<role>_model` with its `<role>_calls`, `_cache_hits`, `_cost_usd`: the judge, the generator,
 and the model bridge's re-judging and re-generation, `bridge_judge` and `bridge_generator`;
-`defs.llm_metadata.run_llm_usage`, the rule the scorecard's cost tier and the run's cost tag use
-too).
+`defs.shared.llm_metadata.run_llm_usage`, the rule the scorecard's cost tier and the run's cost
+tag use too).
 `--fail-on-regression` turns alerts or ERROR checks into exit 3, and untestable primary metrics
 that moved the bad way (with nothing alerted) into exit 4 (`evaluation.headline`).
 """
@@ -27,8 +27,8 @@ from dagster import (
     DagsterInstance,
 )
 
-from rag_eval_pipeline.defs.llm_metadata import run_llm_usage
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
+from rag_eval_pipeline.defs.shared.llm_metadata import run_llm_usage
 from rag_eval_pipeline.evaluation.cost import total_cost_usd
 from rag_eval_pipeline.evaluation.headline import (
     ALERT,
@@ -160,20 +160,8 @@ def partition_summary(
     verdicts = (
         store.read_partition(REGRESSIONS_ASSET, version, date) if regressions_selected else None
     )
-    alerted = verdicts[verdicts["alert"].astype(bool)] if verdicts is not None else None
-    n_alerts = 0 if alerted is None else len(alerted)
-    if alerted is not None and n_alerts:
-        ordered = ordered_alerts(alerted, HEADLINE_METRICS)
-        lines.append(f"  {n_alerts} alert(s) (asset metric_regressions):")
-        lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
-        if n_alerts > MAX_PRINTED:
-            more = f"{rag_eval_command()} alerts --dataset-version {version}"
-            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more ({more}, the report)")
-    undecided = undecided_rows(verdicts) if verdicts is not None else verdicts
-    if undecided is not None and len(undecided):
-        lines.append(f"  {len(undecided)} untestable primary change(s), not alerted:")
-        shown = undecided.head(MAX_PRINTED)
-        lines += [f"    {terminal_text(line)}" for line in alert_lines(shown)]
+    if verdicts is not None:
+        lines += _verdict_lines(verdicts, version)
     usage_rows = run_llm_usage(instance, run_id) if run_id else None
     usage = usage_line(usage_rows) if usage_rows is not None else None
     if usage:
@@ -183,6 +171,41 @@ def partition_summary(
     levels = [e for e in failed if e.check_name == LEVEL_CHECK]
     failed = [e for e in failed if e.check_name not in (LEVEL_CHECK, ALERTS_CHECK)]
     below = sum(int(_metadata_int(e, "n_needs_attention")) for e in levels)
+    lines += _check_lines(failed, below)
+    refused = 0 if usage_rows is None else int(usage_rows["budget_refused"].sum())
+    if refused:
+        lines.append(
+            f"  budget exhausted: {refused} prompt(s) not sent once "
+            f"{MAX_COST_ENV} was spent; their rows are errors 'budget exhausted'"
+        )
+    told = headline(verdicts) if verdicts is not None else None
+    return PartitionSummary(lines, told, len(failed), n_errors, below, refused)
+
+
+def _verdict_lines(verdicts: pd.DataFrame, version: str) -> list[str]:
+    """The alerted rows of a partition's `metric_regressions` (at most `MAX_PRINTED`, headline
+    metrics first) and its untestable primary changes."""
+    lines: list[str] = []
+    alerted = verdicts[verdicts["alert"].astype(bool)]
+    n_alerts = len(alerted)
+    if n_alerts:
+        ordered = ordered_alerts(alerted, HEADLINE_METRICS)
+        lines.append(f"  {n_alerts} alert(s) (asset metric_regressions):")
+        lines += [f"    {terminal_text(line)}" for line in alert_lines(ordered.head(MAX_PRINTED))]
+        if n_alerts > MAX_PRINTED:
+            more = f"{rag_eval_command()} alerts --dataset-version {version}"
+            lines.append(f"    ... and {n_alerts - MAX_PRINTED} more ({more}, the report)")
+    undecided = undecided_rows(verdicts)
+    if len(undecided):
+        lines.append(f"  {len(undecided)} untestable primary change(s), not alerted:")
+        shown = undecided.head(MAX_PRINTED)
+        lines += [f"    {terminal_text(line)}" for line in alert_lines(shown)]
+    return lines
+
+
+def _check_lines(failed: list[AssetCheckEvaluation], below: int) -> list[str]:
+    """The metrics below their 'good' band (one line) and every other failed check."""
+    lines: list[str] = []
     if below:
         lines.append(
             f"  {below} metric(s) below their 'good' band (levels, not changes: the report's "
@@ -195,14 +218,7 @@ def partition_summary(
             f"  check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} "
             f"failed ({level}){terminal_text(note)}"
         )
-    refused = 0 if usage_rows is None else int(usage_rows["budget_refused"].sum())
-    if refused:
-        lines.append(
-            f"  budget exhausted: {refused} prompt(s) not sent once "
-            f"{MAX_COST_ENV} was spent; their rows are errors 'budget exhausted'"
-        )
-    told = headline(verdicts) if verdicts is not None else None
-    return PartitionSummary(lines, told, len(failed), n_errors, below, refused)
+    return lines
 
 
 def _metadata_int(evaluation: AssetCheckEvaluation, name: str) -> int:

@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext
 
-from rag_eval_pipeline.defs.metadata import text_metadata
+from rag_eval_pipeline.defs.shared.metadata import text_metadata
 
 
 def skipped(context: AssetExecutionContext, reason: str, empty: pd.DataFrame) -> pd.DataFrame:

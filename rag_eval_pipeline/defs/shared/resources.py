@@ -1,15 +1,18 @@
 """Dagster resources: where datasets live, the embedder, the judge and generator LLMs, alerts.
 
 Each resource is a thin, configurable wrapper around a library object, so every value can be set
-in run config, the Launchpad or the environment without code changes.
+in run config, the Launchpad or the environment without code changes. Each tier's folder binds
+the resources it owns for a default deployment in its `resources.py` (offline unless the
+environment names models); `resources` below binds the two every tier uses.
 """
 
+import os
 from collections.abc import Collection
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, Definitions, EnvVar, InitResourceContext, definitions
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
@@ -46,6 +49,13 @@ from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.warehouse import Baseline, WarehouseStore
 from rag_eval_pipeline.systems.generators import Generator, LLMGenerator, OfflineGenerator
+
+
+def env_var_if_set(name: str) -> EnvVar | None:
+    """The variable `name` as an `EnvVar` when set: read at run time, so the job snapshot that
+    Dagster stores with every run (and shows in the UI) holds its name, never its value (an
+    `api_base` may carry `user:password@`)."""
+    return EnvVar(name) if name in os.environ else None
 
 
 class DatasetsResource(ConfigurableResource):
@@ -272,6 +282,16 @@ class LLMResource(ConfigurableResource):
         return LLMGenerator(client), client
 
 
+def llm_from_environment(role: str, model_env: str, api_base_env: str) -> LLMResource:
+    """The `role` LLM of a default deployment: the model `model_env` names (else offline), the
+    API base `api_base_env` names as an `EnvVar` (never its value in a run's snapshot)."""
+    return LLMResource(
+        model=os.environ.get(model_env, OFFLINE_MODEL),
+        api_base=env_var_if_set(api_base_env),
+        role=role,
+    )
+
+
 class ResultCacheResource(ConfigurableResource):
     """Where costly, pure results are kept by content (see `storage.result_cache`).
 
@@ -340,3 +360,13 @@ class BaselineResource(ConfigurableResource):
     def select(self, store: WarehouseStore, version: str, date: str) -> Baseline | None:
         """The baseline scorecard of (`version`, `date`), or None when there is none yet."""
         return store.baseline(version, date, pinned_version=self.version, pinned_date=self.date)
+
+
+@definitions
+def resources() -> Definitions:
+    """What every tier uses: the Parquet IO manager and the result cache."""
+    from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
+
+    return Definitions(
+        resources={"io_manager": ParquetIOManagerResource(), "result_cache": ResultCacheResource()}
+    )

@@ -27,10 +27,10 @@ from dagster import (
 from pydantic import Field
 from upath import UPath
 
-from rag_eval_pipeline.defs.machine_failures import machine_failures_fail_the_step
-from rag_eval_pipeline.defs.metadata import text_metadata
-from rag_eval_pipeline.defs.run_ownership import claim_run
-from rag_eval_pipeline.defs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
+from rag_eval_pipeline.defs.runs.machine_failures import machine_failures_fail_the_step
+from rag_eval_pipeline.defs.runs.ownership import claim_run
+from rag_eval_pipeline.defs.runs.up_to_date import FINGERPRINT_KEY, ROW_COUNT_KEY, TABLE_ROWS_KEY
+from rag_eval_pipeline.defs.shared.metadata import text_metadata
 from rag_eval_pipeline.settings import WAREHOUSE_URL
 from rag_eval_pipeline.storage.batches import TableBatches
 from rag_eval_pipeline.storage.objects import is_local, storage_path

@@ -6,12 +6,13 @@ Rows are labeled `tier1_retrieval` and named after the system, like every other 
 """
 
 import pandas as pd
-from dagster import AssetExecutionContext, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.partitions import evaluation_partitions, partition_parts
+from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata
+from rag_eval_pipeline.defs.shared.partitions import partition_parts
 from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
+from rag_eval_pipeline.defs.tier3_e2e import asset
 from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
 from rag_eval_pipeline.evaluation.summaries import summarize_wide
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
@@ -19,9 +20,6 @@ from rag_eval_pipeline.text.escaping import terminal_text
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="4_end_to_end",
-    kinds={"pandas", "parquet"},
     description=(
         "Per-query Tier 1 metrics (trec_eval semantics, the version's qrels) of the documents "
         "the system under test retrieved with its answers, in the order it returned them. "
@@ -57,9 +55,6 @@ def system_retrieval_metrics(
 
 
 @asset(
-    partitions_def=evaluation_partitions,
-    group_name="4_end_to_end",
-    kinds={"pandas", "parquet"},
     description=(
         "Mean, std, count and 95% bootstrap CI of every Tier 1 metric of the system under "
         "test's own retrieval (scorecard tier `tier1_retrieval`, system = its name)."

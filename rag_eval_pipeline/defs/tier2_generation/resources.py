@@ -1,0 +1,18 @@
+"""The generator LLM: the model and API base the environment names, else offline."""
+
+from dagster import Definitions, definitions
+
+from rag_eval_pipeline.defs.shared.resources import llm_from_environment
+from rag_eval_pipeline.settings import GENERATOR_API_BASE_ENV, GENERATOR_MODEL_ENV
+
+
+@definitions
+def resources() -> Definitions:
+    """This folder's resources for a default deployment (read when the code location loads)."""
+    return Definitions(
+        resources={
+            "generator_llm": llm_from_environment(
+                "generator", GENERATOR_MODEL_ENV, GENERATOR_API_BASE_ENV
+            )
+        }
+    )
