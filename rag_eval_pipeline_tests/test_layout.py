@@ -4,8 +4,8 @@ time, the library loads no Dagster module.
 The contracts (layers from `cli` down to `metrics`/`settings`/`text`, every top-level module in
 a layer; the Dagster layer's folders: `outcome`, the tiers, `shared`, `runs`; the verdict
 engine's steps, each below the next; the library never importing Dagster; no import cycle between
-sibling modules) read the source's import statements. The run-time check adds what they cannot see: an import made with
-`importlib`, or Dagster loaded through a third-party package.
+sibling modules) read the source's import statements. The run-time check adds what they cannot
+see: an import made with `importlib`, or Dagster loaded through a third-party package.
 """
 
 from __future__ import annotations
