@@ -6,11 +6,14 @@ metric's minimum effect (see `rag_eval_pipeline.evaluation.regression`). The ass
 HTML report, the alert sensor and `rag-eval run`'s summary all read this table.
 """
 
+from datetime import date
+
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue, asset
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
+from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.llm_metadata import llm_usage_metadata
 from rag_eval_pipeline.defs.metadata import (
     headline_metadata,
@@ -207,7 +210,13 @@ def metric_regressions(
             for spec in ANSWER_TIERS
         }
         snapshot = store.read_table_folder("golden_dataset", previous.version, previous.date)
-        dataset = GoldenDataset.from_tables(previous.version, snapshot) if snapshot else None
+        dataset = (
+            GoldenDataset.from_tables(
+                previous.version, snapshot, date.fromisoformat(previous.date), SCHEDULE_TIMEZONE
+            )
+            if snapshot
+            else None
+        )
         previous, bridge = bridge_baseline(
             previous,
             {**tables, **answers},
