@@ -225,29 +225,7 @@ def load_dataset(
         if manifest.system is None:
             manifest = manifest.model_copy(update={"system": "logged"})
     else:
-        for name in REQUIRED_TABLES:
-            if _table_path(folder, name, manifest) is None:
-                issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
-        for name in ("queries", "qrels", *OPTIONAL_TABLES):
-            if name == "logs" and plan.deferred:
-                continue
-            if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
-                raw = _read_traces(folder, issues)
-                if raw is not None:
-                    tables[name], validators[name] = _validated(
-                        raw, name, f"{TRACES_FOLDER}/", issues, limits
-                    )
-                continue
-            path = _table_path(folder, name, manifest)
-            if path is None:
-                continue
-            reader = read_qrels if name == "qrels" else read_table
-            raw = _read(folder, path, reader, issues, limits)
-            if raw is not None:
-                beir_names = BEIR_RENAMES.get(name)
-                raw = beir_names(raw) if beir_names else raw
-                label = path.relative_to(folder).as_posix()
-                tables[name], validators[name] = _validated(raw, name, label, issues, limits)
+        tables, validators = _version_tables(folder, manifest, plan.deferred, issues, limits)
     known = _RunReferences.of(tables) if "queries" in tables and not issues else None
     run_issues: list[ValidationIssue] = []
     runs = _load_runs(folder, limits, known, run_issues)
@@ -372,6 +350,43 @@ def _stop_on_problems(
         pass
     if issues:
         raise _InvalidLogs
+
+
+def _version_tables(
+    folder: Path,
+    manifest: DatasetManifest,
+    skip_logs: bool,
+    issues: list[ValidationIssue],
+    limits: DatasetLimits,
+) -> tuple[dict[str, pd.DataFrame | TableBatches], dict[str, TableValidator]]:
+    """Our tables (or BEIR's) of the version, validated one by one (`skip_logs`: the logs are
+    read elsewhere, `_LogsPlan`)."""
+    tables: dict[str, pd.DataFrame | TableBatches] = {}
+    validators: dict[str, TableValidator] = {}
+    for name in REQUIRED_TABLES:
+        if _table_path(folder, name, manifest) is None:
+            issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
+    for name in ("queries", "qrels", *OPTIONAL_TABLES):
+        if name == "logs" and skip_logs:
+            continue
+        if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
+            raw = _read_traces(folder, issues)
+            if raw is not None:
+                tables[name], validators[name] = _validated(
+                    raw, name, f"{TRACES_FOLDER}/", issues, limits
+                )
+            continue
+        path = _table_path(folder, name, manifest)
+        if path is None:
+            continue
+        reader = read_qrels if name == "qrels" else read_table
+        raw = _read(folder, path, reader, issues, limits)
+        if raw is not None:
+            beir_names = BEIR_RENAMES.get(name)
+            raw = beir_names(raw) if beir_names else raw
+            label = path.relative_to(folder).as_posix()
+            tables[name], validators[name] = _validated(raw, name, label, issues, limits)
+    return tables, validators
 
 
 def _read(
