@@ -4,7 +4,8 @@ A five-day `logs.parquet` of 60 interactions a day: the staged copy holds the ro
 version's logs in day order, a day's window reads only its days (another day's staged file,
 corrupted, does not touch it), an unchanged version is not read again, a changed file is staged
 again, a problem in a later chunk is named by file, row, column and value and stages nothing,
-two writers at once publish one whole copy, and the same works on S3 (moto's server).
+two writers at once publish one whole copy, the same works on S3 (moto's server), and a tier
+reading the partition's snapshot gets the interactions of its date.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ import pytest
 
 from rag_eval_pipeline.datasets import log_chunks
 from rag_eval_pipeline.datasets.errors import DatasetError
-from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.staged_logs import STAGED_MANIFEST, LogStage, stage_key
 from rag_eval_pipeline.metrics.traffic import time_ordered
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.objects import storage_path
-from rag_eval_pipeline.storage.parquet import read_parquet
+from rag_eval_pipeline.storage.parquet import read_parquet, read_tables, write_tables_atomically
 from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_server
 
 pytestmark = [pytest.mark.integration]
@@ -198,3 +199,19 @@ def test_a_copy_staged_on_s3_is_found_by_another_reader(tmp_path: Path, s3_bucke
 def stage_key_of(folder: Path) -> str:
     limits = DatasetLimits()
     return stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+
+
+def test_a_tier_reading_the_snapshot_gets_the_interactions_of_its_date(tmp_path: Path) -> None:
+    folder = write_version(tmp_path / "v1", logs_frame())
+    dataset = load_dataset(folder, stage=LogStage(storage_path(tmp_path / "stage")))
+    day = FIRST + timedelta(days=2)
+    snapshot = storage_path(tmp_path / "snapshot")
+    write_tables_atomically(dataset.stored_tables(day), snapshot)
+    timezone = "Pacific/Kiritimati"  # UTC+14: the date starts at 10:00 UTC the day before
+    stored = GoldenDataset.from_tables("v1", read_tables(snapshot), day, timezone)
+    logs = load_dataset(folder).logs
+    assert logs is not None and stored.logs is not None
+    local = pd.to_datetime(logs["timestamp"]).dt.tz_convert(timezone).dt.date
+    expected = set(logs.loc[(local == day) | logs["timestamp"].isna(), "log_id"])
+    assert set(stored.logs["log_id"]) == expected
+    assert 0 < len(expected) < PER_DAY + 2
