@@ -92,8 +92,9 @@ def _list(parent: object, key: str, where: _Line) -> list:
 def _span(span: object, path: str, where: _Line) -> Span:
     if not isinstance(span, dict):
         raise where.error(path, span, "not a span object")
-    ids = {key: _hex_id(span, key, path, where) for key in ("traceId", "spanId")}
-    parent = span.get("parentSpanId") or None
+    trace_id, span_id = (_hex_id(span, key, path, where) for key in ("traceId", "spanId"))
+    parent = str(span.get("parentSpanId") or "").lower() or None
+    ids = {"traceId": trace_id, "spanId": span_id, "parentSpanId": parent or ""}
     times = {
         f"{path}.{key}": _int64(span.get(key), f"{path}.{key}", where)
         for key in ("startTimeUnixNano", "endTimeUnixNano")
@@ -106,14 +107,13 @@ def _span(span: object, path: str, where: _Line) -> Span:
     )
     if problem is not None:
         raise where.error(*problem)
-    trace_id, span_id = ids["traceId"], ids["spanId"]
     start, end = times.values()
     flat = _attributes(span.get("attributes"), f"{path}.attributes", where)
     kept, documents = split_attributes(flat)
     return Span(
         trace_id=trace_id,
         span_id=span_id,
-        parent_id=str(parent).lower() if parent else None,
+        parent_id=parent,
         start_ns=start,
         end_ns=end,
         kind=span_kind(flat.get(SPAN_KIND), flat),
