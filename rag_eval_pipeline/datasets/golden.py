@@ -267,11 +267,12 @@ class _LogsPlan:
     def of(
         folder: Path, manifest: DatasetManifest, limits: DatasetLimits, stage: LogStage | None
     ) -> _LogsPlan:
-        if stage is None or manifest.traffic_replay:
+        traces = has_traces(folder)
+        path = None if traces else find_table_file(folder, "logs")
+        if stage is None or manifest.traffic_replay or not (traces or path):
             return _LogsPlan(folder)
         key = stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
         found = stage.find(key)
-        path = None if has_traces(folder) else find_table_file(folder, "logs")
         if found is None and path is not None and _timestamped_parquet(folder, path):
             return _LogsPlan(folder, stage, key, parquet=path)
         return _LogsPlan(folder, stage, key, found)
