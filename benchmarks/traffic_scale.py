@@ -45,6 +45,8 @@ def interactions_block(start: int, n: int, total: int, seed: int) -> pa.Table:
     docs_per_row = 3
     doc_ids = np.char.add("d", rng.integers(0, 1000, n * docs_per_row).astype(str))
     feedback = FEEDBACK[rng.integers(0, len(FEEDBACK), n)]
+    error = np.where(rng.random(n) < 0.02, "timeout", None)
+    unknown_cost = rng.random(n) < 0.1  # a null, not a NaN (validation refuses a stored NaN)
     return pa.table(
         {
             "log_id": pa.array(np.char.add("log-", np.char.zfill(numbers, 9))),
@@ -57,8 +59,8 @@ def interactions_block(start: int, n: int, total: int, seed: int) -> pa.Table:
             ),
             "latency_ms": rng.gamma(2.0, 400.0, n),
             "retrieval_latency_ms": rng.gamma(2.0, 40.0, n),
-            "error": pa.array(np.where(rng.random(n) < 0.02, "timeout", None)),
-            "cost_usd": np.where(rng.random(n) < 0.1, np.nan, rng.random(n) / 100),
+            "error": pa.array(error),
+            "cost_usd": pa.array(rng.random(n) / 100, mask=unknown_cost),
             "feedback": pa.array(np.where(feedback == "", None, feedback)),
         }
     )

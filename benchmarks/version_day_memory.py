@@ -4,16 +4,23 @@ Writes a version (5 queries, 1,000 documents) whose `logs.parquet` holds `--days
 `--per-day` interactions (the traffic benchmark's synthetic interactions, in time order). Then,
 each in a fresh child process (peak RSS is the child's own, measured after its imports):
 
-1. `golden_dataset`'s work for one partition: `load_dataset` (read and validate every table)
-   and the snapshot it stores (`write_tables_atomically(stored_tables())`);
-2. the traffic tier's read of one day from that snapshot (`parquet_day_interactions` →
-   `day_quality`), the day's filter pushed down to the row groups.
+- `--before`: `golden_dataset`'s work as it was, the whole version in memory: `load_dataset`
+  without a stage and the snapshot of every log row;
+- the first run of a partition: `load_dataset` with a stage (the logs validated chunk by chunk
+  and staged by day, `datasets/staged_logs.py`) and the partition's snapshot
+  (`write_tables_atomically(stored_tables(day))`);
+- a later partition (another day): the staged copy found by the files' fingerprint, the
+  snapshot of its day;
+- what each tier asset reads of it (`read_tables` + `GoldenDataset.from_tables`: the day's
+  logs) and the traffic tier's read of the day (`parquet_day_interactions` → `day_quality`).
 
-Prints each step's wall time and peak RSS, against the 3 GiB a day's partition should fit in
-(issue 37). Step 1 holds the whole version's logs; step 2 one day's.
+Prints each step's wall time and peak RSS against the 3 GiB a day's partition should fit in
+(issue 37), and the staged copy's size on disk.
 
-    .venv/bin/python benchmarks/version_day_memory.py                       # 30 days x 20k
+    .venv/bin/python benchmarks/version_day_memory.py --before              # 30 days x 20k
     .venv/bin/python benchmarks/version_day_memory.py --per-day 1000000     # the issue's goal
+    .venv/bin/python benchmarks/version_day_memory.py --per-day 1000000 --prestage
+                                    # the day partitions only, the staged copy written unvalidated
 """
 
 from __future__ import annotations
@@ -25,11 +32,15 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 BUDGET_MIB = 3 * 1024
+Step = tuple[float, float, int]  # wall seconds, peak RSS added (MiB), rows
 sys.path.insert(0, str(Path(__file__).parent))  # traffic_scale's generator
 
 
@@ -56,20 +67,66 @@ def write_version(folder: Path, days: int, per_day: int) -> float:
     return (folder / "logs.parquet").stat().st_size / 2**20
 
 
-def golden_step(folder: Path, snapshot: Path) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS added (MiB) and rows of logs of `golden_dataset`'s work."""
+def golden_step(folder: Path, snapshot: Path, offset: int, staged: str | None) -> Step:
+    """`golden_dataset`'s work for the partition of day `offset`: load (staging the logs, or
+    finding them staged, under `staged`; the whole version without) and store the snapshot."""
+    from traffic_scale import FIRST_DAY
+
     from rag_eval_pipeline.datasets.golden import load_dataset
+    from rag_eval_pipeline.datasets.staged_logs import LogStage
     from rag_eval_pipeline.storage.objects import storage_path
     from rag_eval_pipeline.storage.parquet import write_tables_atomically
 
     imported = peak_mib()
     started = time.perf_counter()
-    dataset = load_dataset(folder)
-    write_tables_atomically(dataset.stored_tables(), storage_path(snapshot))
+    stage = LogStage(storage_path(staged)) if staged else None
+    dataset = load_dataset(folder, stage=stage)
+    day = FIRST_DAY + timedelta(days=offset) if staged else None
+    write_tables_atomically(dataset.stored_tables(day), storage_path(snapshot))
+    rows = len(dataset.logs) if dataset.logs is not None else dataset.statistics()["n_logs"]
+    return time.perf_counter() - started, peak_mib() - imported, rows
+
+
+def prestage_step(folder: Path, staged: str) -> Step:
+    """`--prestage`: the staged copy written from the generated rows, their feedback coerced as
+    validation coerces it (`satisfaction_scores`) but not validated row by row: the staging
+    pass at a size whose validation (~100 µs a row here) would not finish in a session."""
+    from rag_eval_pipeline.datasets.golden import DatasetLimits
+    from rag_eval_pipeline.datasets.staged_logs import LogStage, stage_key
+    from rag_eval_pipeline.metrics.traffic import satisfaction_scores
+    from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
+    from rag_eval_pipeline.storage.objects import storage_path
+
+    imported = peak_mib()
+    started = time.perf_counter()
+    limits = DatasetLimits()
+    key = stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+    batches = pq.ParquetFile(folder / "logs.parquet").iter_batches(batch_size=200_000)
+    chunks = (
+        frame.assign(feedback=satisfaction_scores(frame["feedback"].tolist()))
+        for frame in (batch.to_pandas() for batch in batches)
+    )
+    copy = LogStage(storage_path(staged)).stage(key, chunks)
+    return time.perf_counter() - started, peak_mib() - imported, copy.num_rows
+
+
+def tier_step(snapshot: Path, offset: int) -> Step:
+    """What a tier asset reads of the snapshot: every table, the logs of its day."""
+    from traffic_scale import FIRST_DAY, TIMEZONE
+
+    from rag_eval_pipeline.datasets.golden import GoldenDataset
+    from rag_eval_pipeline.storage.objects import storage_path
+    from rag_eval_pipeline.storage.parquet import read_tables
+
+    imported = peak_mib()
+    started = time.perf_counter()
+    day = FIRST_DAY + timedelta(days=offset)
+    dataset = GoldenDataset.from_tables("big", read_tables(storage_path(snapshot)), day, TIMEZONE)
+    assert dataset.logs is not None
     return time.perf_counter() - started, peak_mib() - imported, len(dataset.logs)
 
 
-def day_step(snapshot: Path, offset: int) -> tuple[float, float, int]:
+def day_step(snapshot: Path, offset: int) -> Step:
     """Wall seconds, peak RSS added (MiB) and volume of the traffic read of one day."""
     from traffic_scale import FIRST_DAY, TIMEZONE
 
@@ -86,28 +143,60 @@ def day_step(snapshot: Path, offset: int) -> tuple[float, float, int]:
     return time.perf_counter() - started, peak_mib() - imported, volume
 
 
+def folder_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
+def steps(
+    tmp: Path, days: int, before: bool, prestage: bool
+) -> list[tuple[str, Callable[..., Step], tuple]]:
+    folder, staged = tmp / "big", str(tmp / "staged")
+    first, later = tmp / "snapshot-first", tmp / "snapshot-later"
+    listed: list[tuple[str, Callable[..., Step], tuple]] = []
+    first_args = (folder, first, days // 2, staged)
+    if prestage:
+        listed.append(("prestage: rows staged unvalidated", prestage_step, (folder, staged)))
+    if before:
+        listed.append(
+            ("before: golden_dataset, version whole", golden_step, (folder, tmp / "old", 0, None))
+        )
+    return [
+        *listed,
+        *([] if prestage else [("first run: stage + snapshot of a day", golden_step, first_args)]),
+        ("later day: staged + snapshot of a day", golden_step, (folder, later, days // 3, staged)),
+        ("a tier reads the snapshot (its day)", tier_step, (later, days // 3)),
+        ("traffic: one day from the snapshot", day_step, (later, days // 3)),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--per-day", type=int, default=20_000)
+    parser.add_argument("--before", action="store_true", help="also the whole-version path")
+    parser.add_argument(
+        "--prestage", action="store_true", help="stage the rows without validating them first"
+    )
+    parser.add_argument("--tmp", default=None, help="where to write (default: the system's)")
     args = parser.parse_args()
     spawn = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder, snapshot = Path(tmp) / "big", Path(tmp) / "snapshot"
+    with tempfile.TemporaryDirectory(dir=args.tmp) as name:
+        tmp = Path(name)
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
-            size = child.submit(write_version, folder, args.days, args.per_day).result()
-        print(f"{args.days} days x {args.per_day:,} interactions: logs.parquet {size:,.0f} MiB")
-        steps = [
-            ("golden_dataset (load, validate, store)", golden_step, (folder, snapshot)),
-            ("traffic: one day from the snapshot", day_step, (snapshot, args.days // 2)),
-        ]
-        for label, step, step_args in steps:
+            size = child.submit(write_version, tmp / "big", args.days, args.per_day).result()
+        print(
+            f"{args.days} days x {args.per_day:,} interactions: logs.parquet {size:,.0f} MiB",
+            flush=True,
+        )
+        for label, step, step_args in steps(tmp, args.days, args.before, args.prestage):
             with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
                 wall, peak, rows = child.submit(step, *step_args).result()
             print(
                 f"{label:<40} {wall:8.1f} s  peak +{peak:8,.0f} MiB "
-                f"({peak / BUDGET_MIB:6.1%} of 3 GiB)  rows {rows:,}"
+                f"({peak / BUDGET_MIB:6.1%} of 3 GiB)  rows {rows:,}",
+                flush=True,
             )
+        print(f"staged copy on disk: {folder_mib(tmp / 'staged'):,.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ DATASETS_MIRROR = Path(
     os.environ.get("RAG_EVAL_DATASETS_MIRROR", DATA_DIR / ".mirror" / "datasets")
 )
 CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
+STAGED_URL = os.environ.get("RAG_EVAL_STAGED", f"{CACHE_URL.rstrip('/')}/staged")
 REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 

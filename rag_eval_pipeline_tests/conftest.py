@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# staged interactions (datasets/staged_logs.py) go to a temporary folder, not the repo's data/
+os.environ.setdefault("RAG_EVAL_STAGED", tempfile.mkdtemp(prefix="rag-eval-staged-"))
 
 import pandas as pd
 from dagster import (

@@ -193,3 +193,38 @@ def test_a_proto_span_time_outside_2000_2099_names_the_trace_and_the_span(
     assert (issue.file, issue.row, issue.column) == ("traces/spans.pb", 1, "start_time_unix_nano")
     assert "2000-2099" in issue.message
     assert root.trace_id in issue.message and root.span_id in issue.message
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"start_ns": 2026}, "not a UnixNano time in 2000-2099 (trace "),  # 2026: 1970
+        ({"trace_id": "ab" * 40}, "longer than 64 hex characters: 'abab"),
+        ({"end_ns": 1_794_000_000_000_000_000 - 1}, "before start: '1793999999999999999'"),
+    ],
+    ids=["time out of range", "id too long", "end before start"],
+)
+def test_json_and_protobuf_word_a_bad_span_alike(
+    traces: list,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    change: dict,
+    problem: str,
+) -> None:
+    monkeypatch.setenv("RAG_EVAL_MAX_ID_CHARS", "64")
+    spans = traces[0].spans
+    root = next(s for s in spans if s.parent_id is None)
+    moved = {"start_ns": 1_794_000_000_000_000_000, "end_ns": 1_794_000_000_500_000_000}
+    bad = [replace(s, **{**moved, **change}) if s is root else s for s in spans]
+    messages = []
+    for name, data in (
+        ("spans.pb", length_prefixed([proto_request(bad)])),
+        ("spans.json", json_lines_file([bad])),
+    ):
+        folder = tmp_path / name
+        (folder / "traces").mkdir(parents=True)
+        (folder / "traces" / name).write_bytes(data)
+        with pytest.raises(DatasetError) as raised:
+            trace_interactions(folder)
+        messages.append(raised.value.issues[0].message)
+    assert messages[0] == messages[1] and messages[0].startswith(problem)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
+from datetime import date
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.formats import (
@@ -22,6 +24,7 @@ from rag_eval_pipeline.datasets.formats import (
     beir_queries,
     evaluation_tables,
 )
+from rag_eval_pipeline.datasets.log_chunks import validated_log_chunks, with_log_ids
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
@@ -30,6 +33,7 @@ from rag_eval_pipeline.datasets.readers import (
     read_trec_run,
     trec_run_batches,
 )
+from rag_eval_pipeline.datasets.staged_logs import LogStage, StagedLogs, stage_key
 from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
 from rag_eval_pipeline.datasets.validation import (
     MAX_TEXT_CHARS,
@@ -42,8 +46,9 @@ from rag_eval_pipeline.datasets.versions import (
     find_table_file,
     validate_version_name,
 )
-from rag_eval_pipeline.metrics.traffic import time_ordered
+from rag_eval_pipeline.metrics.traffic import on_date, time_ordered
 from rag_eval_pipeline.storage.batches import CHUNK_ROWS, TableBatches, query_chunks
+from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 
 REQUIRED_TABLES = ("queries", "qrels")
 OPTIONAL_TABLES = ("corpus", "logs", "judge_labels", "answers")
@@ -67,6 +72,7 @@ class GoldenDataset:
     judge_labels: pd.DataFrame | None = None
     answers: pd.DataFrame | None = None
     manifest: DatasetManifest = field(default_factory=DatasetManifest)
+    staged_logs: StagedLogs | None = None
 
     def tables(self) -> dict[str, pd.DataFrame]:
         """The present tables by name, as stored by the `golden_dataset` asset."""
@@ -76,24 +82,36 @@ class GoldenDataset:
             if isinstance(getattr(self, f.name), pd.DataFrame)
         }
 
-    def stored_tables(self) -> dict[str, pd.DataFrame | TableBatches]:
+    def stored_tables(self, day: date | None = None) -> dict[str, pd.DataFrame | TableBatches]:
         """`tables()`, the runs (chunked) and the manifest as a one-row `manifest` table; logs
         with timestamps in the day order (`time_ordered`), so the traffic tier reads one day
-        of them by pushing its time filter down to the Parquet row groups."""
+        of them by pushing its time filter down to the Parquet row groups. Staged logs are
+        streamed: those around `day` (`StagedLogs.window`), every one when `day` is None."""
         tables: dict[str, pd.DataFrame | TableBatches] = dict(self.tables())
         if self.logs is not None and "timestamp" in self.logs.columns:
             tables["logs"] = time_ordered(self.logs)
+        if self.staged_logs is not None:
+            staged = self.staged_logs
+            tables["logs"] = staged.whole() if day is None else staged.window(day)
         if self.runs is not None:
             tables["runs"] = self.runs
         return {**tables, "manifest": self.manifest.to_frame()}
 
     @classmethod
     def from_tables(
-        cls, version: str, tables: dict[str, pd.DataFrame | TableBatches]
+        cls,
+        version: str,
+        tables: dict[str, pd.DataFrame | TableBatches],
+        day: date | None = None,
+        timezone: str = "UTC",
     ) -> GoldenDataset:
-        """Rebuild from the tables the `golden_dataset` asset stored."""
+        """Rebuild from the tables the `golden_dataset` asset stored; logs stored streamed
+        (staged) come back as those of `day` in `timezone` and the undated ones (all when
+        `day` is None)."""
         data = dict(tables)
         manifest = DatasetManifest.from_frame(data.pop("manifest", None))
+        if isinstance(data.get("logs"), TableBatches):
+            data["logs"] = _logs_of_day(data["logs"], day, timezone)
         runs = data.get("runs")
         if isinstance(runs, pd.DataFrame):  # stored whole by an earlier version of this asset
             data["runs"] = TableBatches.of(
@@ -127,11 +145,24 @@ class GoldenDataset:
     def statistics(self) -> dict[str, int]:
         """Row counts of every table, for metadata and the scorecard."""
         stats = {f"n_{name}": len(frame) for name, frame in self.tables().items()}
+        if self.staged_logs is not None:
+            stats["n_logs"] = self.staged_logs.num_rows
         if self.runs is not None:
             stats["n_runs"] = self.runs.num_rows
         if "session_id" in self.queries.columns:
             stats["n_sessions"] = int(self.queries["session_id"].nunique())
         return stats
+
+
+def _logs_of_day(logs: TableBatches, day: date | None, timezone: str) -> pd.DataFrame:
+    """The rows of `logs` on `day` in `timezone` or without a timestamp, chunk by chunk."""
+    kept = [
+        chunk
+        if day is None
+        else chunk[on_date(chunk["timestamp"], day, timezone) | chunk["timestamp"].isna()]
+        for chunk in logs.frames()
+    ]
+    return pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
 
 
 @dataclass(frozen=True)
@@ -157,7 +188,10 @@ def _validated(
 
 
 def load_dataset(
-    folder: Path, version: str | None = None, limits: DatasetLimits | None = None
+    folder: Path,
+    version: str | None = None,
+    limits: DatasetLimits | None = None,
+    stage: LogStage | None = None,
 ) -> GoldenDataset:
     """Read and validate the dataset version stored in `folder`.
 
@@ -167,6 +201,10 @@ def load_dataset(
     duplicate ids, empty texts, non-integer grades, bad `dataset.yaml` settings, files that are
     symlinks out of the folder, files and texts over `limits`, and references to unknown
     queries or documents (qrels, runs, logs, answers).
+
+    With a `stage`, timestamped interactions (but a `traffic_replay` version's) are read once
+    and kept staged by day (`datasets.staged_logs`, `_LogsPlan`): the dataset's `staged_logs`,
+    not `logs`; a `logs.parquet` is then validated chunk by chunk (no file-size limit).
     """
     limits = limits or DatasetLimits()
     folder = Path(folder)
@@ -174,6 +212,7 @@ def load_dataset(
     if not folder.is_dir():
         raise DatasetError(str(folder), [ValidationIssue(str(folder), "no such dataset folder")])
     manifest, issues = read_manifest(folder)
+    plan = _LogsPlan.of(folder, manifest, limits, stage)
     tables: dict[str, pd.DataFrame | TableBatches] = {}
     validators: dict[str, TableValidator] = {}
     evaluation = [(f, p) for f in EVALUATION_FORMATS if (p := find_table_file(folder, f))]
@@ -186,27 +225,7 @@ def load_dataset(
         if manifest.system is None:
             manifest = manifest.model_copy(update={"system": "logged"})
     else:
-        for name in REQUIRED_TABLES:
-            if _table_path(folder, name, manifest) is None:
-                issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
-        for name in ("queries", "qrels", *OPTIONAL_TABLES):
-            if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
-                raw = _read_traces(folder, issues)
-                if raw is not None:
-                    tables[name], validators[name] = _validated(
-                        raw, name, f"{TRACES_FOLDER}/", issues, limits
-                    )
-                continue
-            path = _table_path(folder, name, manifest)
-            if path is None:
-                continue
-            reader = read_qrels if name == "qrels" else read_table
-            raw = _read(folder, path, reader, issues, limits)
-            if raw is not None:
-                beir_names = BEIR_RENAMES.get(name)
-                raw = beir_names(raw) if beir_names else raw
-                label = path.relative_to(folder).as_posix()
-                tables[name], validators[name] = _validated(raw, name, label, issues, limits)
+        tables, validators = _version_tables(folder, manifest, plan.deferred, issues, limits)
     known = _RunReferences.of(tables) if "queries" in tables and not issues else None
     run_issues: list[ValidationIssue] = []
     runs = _load_runs(folder, limits, known, run_issues)
@@ -216,12 +235,159 @@ def load_dataset(
         _check_references(tables, validators)
         issues = [issue for v in validators.values() for issue in v.issues]
     issues = [*issues, *run_issues]
+    staged = plan.staged_logs(tables, issues, limits)
     if issues:
         raise DatasetError(f"'{version}' ({folder})", issues)
     if not evaluation and _is_beir(folder, manifest.split):
         judged = tables["queries"]["query_id"].isin(set(tables["qrels"]["query_id"]))
         tables["queries"] = tables["queries"][judged].reset_index(drop=True)
-    return GoldenDataset(version=version, manifest=manifest, **tables)
+    return GoldenDataset(version=version, manifest=manifest, staged_logs=staged, **tables)
+
+
+class _InvalidLogs(Exception):
+    """Raised into a staging in progress: the logs hold problems, nothing is published."""
+
+
+@dataclass(frozen=True)
+class _LogsPlan:
+    """How `load_dataset` reads a version's interactions under a `LogStage`.
+
+    `found`: the copy staged for these very files (then nothing is read again); `parquet`: a
+    timestamped `logs.parquet`, validated and staged in one chunked pass after the other tables
+    (`deferred`); otherwise the logs are read whole as without a stage, and staged once valid.
+    """
+
+    folder: Path
+    stage: LogStage | None = None
+    key: str = ""
+    found: StagedLogs | None = None
+    parquet: Path | None = None
+
+    @staticmethod
+    def of(
+        folder: Path, manifest: DatasetManifest, limits: DatasetLimits, stage: LogStage | None
+    ) -> _LogsPlan:
+        traces = has_traces(folder)
+        path = None if traces else find_table_file(folder, "logs")
+        if stage is None or manifest.traffic_replay or not (traces or path):
+            return _LogsPlan(folder)
+        key = stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+        found = stage.find(key)
+        if found is None and path is not None and _timestamped_parquet(folder, path):
+            return _LogsPlan(folder, stage, key, parquet=path)
+        return _LogsPlan(folder, stage, key, found)
+
+    @property
+    def deferred(self) -> bool:
+        """The loop over tables skips the logs (found staged, or read in chunks later)."""
+        return self.found is not None or self.parquet is not None
+
+    def staged_logs(
+        self,
+        tables: dict[str, pd.DataFrame | TableBatches],
+        issues: list[ValidationIssue],
+        limits: DatasetLimits,
+    ) -> StagedLogs | None:
+        """The staged logs (staging them now if need be, problems added to `issues`); a whole
+        `logs` table staged is removed from `tables`."""
+        if self.stage is None or self.found is not None:
+            return self.found
+        if self.parquet is not None:
+            return self._stage_parquet(tables, issues, limits)
+        logs = tables.get("logs")
+        if issues or not isinstance(logs, pd.DataFrame) or "timestamp" not in logs.columns:
+            return None
+        del tables["logs"]
+        return self.stage.stage(self.key, TableBatches.of(with_log_ids(logs, 0)).frames())
+
+    def _stage_parquet(
+        self,
+        tables: dict[str, pd.DataFrame | TableBatches],
+        issues: list[ValidationIssue],
+        limits: DatasetLimits,
+    ) -> StagedLogs | None:
+        """Validate `logs.parquet` chunk by chunk (references to the corpus checked when the
+        other tables hold no problem) and stage it in the same pass when no problem is found."""
+        assert self.parquet is not None and self.stage is not None
+        label = self.parquet.relative_to(self.folder).as_posix()
+        corpus = tables.get("corpus")
+        known = None if issues or corpus is None else set(corpus["doc_id"])
+        before = len(issues)
+        chunks = validated_log_chunks(self.parquet, label, limits.max_text_chars, known, issues)
+        try:
+            if before:  # the version is refused anyway: validate only
+                for _ in chunks:
+                    pass
+                return None
+            return self.stage.stage(self.key, _stop_on_problems(chunks, issues))
+        except DatasetError as error:
+            issues.extend(error.issues)
+        except _InvalidLogs:
+            pass
+        return None
+
+
+def _timestamped_parquet(folder: Path, path: Path) -> bool:
+    """`path` is a readable Parquet file of the folder with a `timestamp` column (any other
+    file takes the whole-table path and its messages)."""
+    if path.suffix != ".parquet" or escapes_folder(folder, path):
+        return False
+    try:
+        return "timestamp" in pq.read_schema(path).names
+    except (OSError, ValueError):  # pyarrow's errors derive from these
+        return False
+
+
+def _stop_on_problems(
+    chunks: Iterator[pd.DataFrame], issues: list[ValidationIssue]
+) -> Iterator[pd.DataFrame]:
+    """`chunks`, then `_InvalidLogs` raised when they added problems to `issues` (the staging
+    in progress is abandoned: nothing is published)."""
+    for chunk in chunks:
+        if issues:
+            break
+        yield chunk
+    for _ in chunks:  # the rest is still validated, for the complete list of problems
+        pass
+    if issues:
+        raise _InvalidLogs
+
+
+def _version_tables(
+    folder: Path,
+    manifest: DatasetManifest,
+    skip_logs: bool,
+    issues: list[ValidationIssue],
+    limits: DatasetLimits,
+) -> tuple[dict[str, pd.DataFrame | TableBatches], dict[str, TableValidator]]:
+    """Our tables (or BEIR's) of the version, validated one by one (`skip_logs`: the logs are
+    read elsewhere, `_LogsPlan`)."""
+    tables: dict[str, pd.DataFrame | TableBatches] = {}
+    validators: dict[str, TableValidator] = {}
+    for name in REQUIRED_TABLES:
+        if _table_path(folder, name, manifest) is None:
+            issues.append(ValidationIssue(f"{name}.*", f"required file is missing ({LAYOUTS})"))
+    for name in ("queries", "qrels", *OPTIONAL_TABLES):
+        if name == "logs" and skip_logs:
+            continue
+        if name == "logs" and has_traces(folder):  # traces win over logs.* (docs/traces.md)
+            raw = _read_traces(folder, issues)
+            if raw is not None:
+                tables[name], validators[name] = _validated(
+                    raw, name, f"{TRACES_FOLDER}/", issues, limits
+                )
+            continue
+        path = _table_path(folder, name, manifest)
+        if path is None:
+            continue
+        reader = read_qrels if name == "qrels" else read_table
+        raw = _read(folder, path, reader, issues, limits)
+        if raw is not None:
+            beir_names = BEIR_RENAMES.get(name)
+            raw = beir_names(raw) if beir_names else raw
+            label = path.relative_to(folder).as_posix()
+            tables[name], validators[name] = _validated(raw, name, label, issues, limits)
+    return tables, validators
 
 
 def _read(

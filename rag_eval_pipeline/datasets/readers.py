@@ -195,12 +195,29 @@ def read_parquet(path: Path) -> pd.DataFrame:
     column (unlike a null) is kept as the text `NaN`, so validation refuses it as a number
     rather than taking it for a missing value."""
     try:
-        table = pq.read_table(path)
-        frame = table.to_pandas()
+        return _parquet_frame(pq.read_table(path))
+    except DatasetError:
+        raise
     except Exception as error:  # pyarrow raises several unrelated types for corrupt files
-        raise DatasetError(
-            str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
-        ) from error
+        raise _unreadable(path, error) from error
+
+
+def parquet_chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
+    """`read_parquet` of `path`, `rows` rows at a time (row groups are read as needed)."""
+    try:
+        batches = pq.ParquetFile(path).iter_batches(batch_size=rows)
+        for batch in batches:
+            yield _parquet_frame(pa.Table.from_batches([batch]))
+    except Exception as error:
+        raise _unreadable(path, error) from error
+
+
+def _unreadable(path: Path, error: Exception) -> DatasetError:
+    return DatasetError(str(path), [ValidationIssue(path.name, f"unreadable: {error}")])
+
+
+def _parquet_frame(table: pa.Table) -> pd.DataFrame:
+    frame = table.to_pandas()
     for name in (f.name for f in table.schema if pa.types.is_floating(f.type)):
         stored_nan = pc.fill_null(pc.is_nan(table[name]), False).to_numpy(zero_copy_only=False)
         if stored_nan.any() and name in frame.columns:

@@ -6,7 +6,9 @@ local or on an object store, or :func:`scan_versions` for all of them), so a fol
 either validates and runs, or is refused by all of them with the same message. The verdict is
 cached here, and only here, per folder state: the folder's `folder_signature` (names, sizes
 and modification times of its files), so an unchanged folder is not read again by the same
-process (the code server evaluates every sensor and schedule tick).
+process (the code server evaluates every sensor and schedule tick). A valid version's
+timestamped interactions are staged by day on the way (`datasets.staged_logs`), so the run that
+follows, in any process, reads them from there and not from the version's files.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from rag_eval_pipeline.datasets.errors import DatasetError, InvalidVersionName
 from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
 from rag_eval_pipeline.datasets.location import DatasetLocation, Listing
 from rag_eval_pipeline.datasets.manifest import DatasetManifest
+from rag_eval_pipeline.datasets.staged_logs import LogStage
 from rag_eval_pipeline.datasets.versions import folder_signature
 
 
@@ -79,7 +82,7 @@ def refused(version: str, problem: str) -> Verdict:
 
 def _judge(folder: Path, limits: DatasetLimits, signature: str) -> Verdict:
     try:
-        dataset = load_dataset(folder, limits=limits)
+        dataset = load_dataset(folder, limits=limits, stage=LogStage.default())
     except InvalidVersionName as error:
         return refused(folder.name, str(error))
     except DatasetError as error:

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pandas as pd
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
@@ -70,15 +72,20 @@ def rebuilt_baseline(
     tables: Tables,
     models: TodayModels,
     changes: ModelChanges,
+    timezone: str,
 ) -> tuple[PartitionScores, pd.DataFrame]:
     """The baseline rebuilt with today's `models` from its stored inputs where they allow it,
-    and the bridge's table (`evaluation.model_bridge.bridge_baseline`)."""
+    and the bridge's table (`evaluation.model_bridge.bridge_baseline`); staged logs are read
+    for the baseline's date in `timezone` (the schedule's)."""
     answers = {
         spec.answers: store.read_partition(spec.answers, previous.version, previous.date)
         for spec in ANSWER_TIERS
     }
     snapshot = store.read_table_folder("golden_dataset", previous.version, previous.date)
-    dataset = GoldenDataset.from_tables(previous.version, snapshot) if snapshot else None
+    day = datetime.date.fromisoformat(previous.date)
+    dataset = (
+        GoldenDataset.from_tables(previous.version, snapshot, day, timezone) if snapshot else None
+    )
     return bridge_baseline(previous, {**tables, **answers}, dataset, models, changes)
 
 

@@ -23,7 +23,9 @@ from openinference.semconv.trace import (
 
 from rag_eval_pipeline.datasets.errors import MAX_FILE_ISSUES, DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.lines import Line, handle_lines, max_record_bytes, too_long
+from rag_eval_pipeline.datasets.timestamps import in_range_ns
 from rag_eval_pipeline.datasets.traces.compression import DECOMPRESSION_ERRORS, open_decompressed
+from rag_eval_pipeline.datasets.validation import max_id_chars
 from rag_eval_pipeline.text.shown import shown_value
 
 T = TypeVar("T")
@@ -130,6 +132,29 @@ def split_attributes(
         {k: v for k, v in flat.items() if k.startswith(RETRIEVAL_DOCUMENTS + ".")}
     )
     return kept, documents
+
+
+SpanProblem = tuple[str, object, str]
+"""A span's bad field: its name (as the reader's format spells it), its value, the problem."""
+
+
+def span_problem(
+    ids: dict[str, str], times: dict[str, int], trace: str, span: str
+) -> SpanProblem | None:
+    """The first problem of a span's ids and times, the one rule of both trace readers (OTLP
+    JSON and protobuf): an id (hex, by field name) longer than `RAG_EVAL_MAX_ID_CHARS`; a time
+    (nanoseconds since 1970, by field name: start, then end) outside 2000-2099, which a
+    `"2026"` would be, moving its interaction out of every day (named by `trace` and `span`);
+    an end before the start."""
+    for name, value in ids.items():
+        if len(value) > max_id_chars():
+            return name, value, f"longer than {max_id_chars():,} hex characters"
+    for name, value in times.items():
+        if not in_range_ns(value):
+            where = f"trace {trace:.64}, span {span:.64}"
+            return name, value, f"not a UnixNano time in 2000-2099 ({where})"
+    (_, start), (end_name, end) = times.items()
+    return (end_name, end, "before start") if end < start else None
 
 
 def bad_value(

@@ -25,7 +25,6 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from rag_eval_pipeline.datasets.errors import DatasetError
-from rag_eval_pipeline.datasets.timestamps import in_range_ns
 from rag_eval_pipeline.datasets.traces.compression import (
     DECOMPRESSION_ERRORS,
     decompress_record,
@@ -40,10 +39,10 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     Span,
     bad_value,
     span_kind,
+    span_problem,
     split_attributes,
 )
 from rag_eval_pipeline.datasets.traces.otlp import request_spans
-from rag_eval_pipeline.datasets.validation import max_id_chars
 
 LENGTH_PREFIX = struct.Struct(">I")
 MAX_RECORD_BYTES = 256 << 20
@@ -148,19 +147,11 @@ def _json(data: bytes, label: str, number: int) -> object:
 def _span(span: ProtoSpan, source: str, label: str, number: int) -> Span:
     if not span.trace_id or not span.span_id:
         raise bad_value(label, "trace_id/span_id", span.name, "missing span id", row=number)
-    for name in ("trace_id", "span_id", "parent_span_id"):
-        if len(getattr(span, name).hex()) > max_id_chars():
-            problem = f"longer than {max_id_chars():,} hex characters"
-            raise bad_value(label, name, getattr(span, name).hex(), problem, row=number)
-    for name in ("start_time_unix_nano", "end_time_unix_nano"):
-        if not in_range_ns(getattr(span, name)):
-            ids = f"trace {span.trace_id.hex():.64}, span {span.span_id.hex():.64}"
-            problem = f"not a UnixNano time in 2000-2099 ({ids})"
-            raise bad_value(label, name, getattr(span, name), problem, row=number)
-    if span.end_time_unix_nano < span.start_time_unix_nano:
-        raise bad_value(
-            label, "end_time_unix_nano", span.end_time_unix_nano, "before start", row=number
-        )
+    ids = {name: getattr(span, name).hex() for name in ("trace_id", "span_id", "parent_span_id")}
+    times = {name: getattr(span, name) for name in ("start_time_unix_nano", "end_time_unix_nano")}
+    problem = span_problem(ids, times, ids["trace_id"], ids["span_id"])
+    if problem is not None:
+        raise bad_value(label, *problem, row=number)
     flat = _attributes(span.attributes)
     kept, documents = split_attributes(flat)
     return Span(

@@ -1,5 +1,6 @@
 """The `golden_dataset` asset: one dataset version's validated tables, snapshotted per date."""
 
+from datetime import date
 from typing import Any
 
 import pandas as pd
@@ -7,6 +8,7 @@ from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.defs.dataset import asset
+from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.shared.metadata import markdown_table, text_metadata
 from rag_eval_pipeline.defs.shared.partitions import partition_parts
 from rag_eval_pipeline.defs.shared.resources import DatasetsResource
@@ -22,7 +24,7 @@ DatasetTables = dict[str, Any]
     ),
 )
 def golden_dataset(context: AssetExecutionContext, datasets: DatasetsResource) -> DatasetTables:
-    version, _ = partition_parts(context)
+    version, day = partition_parts(context)
     dataset = datasets.load(version)
     stats = dataset.statistics()
     manifest = dataset.manifest
@@ -39,10 +41,11 @@ def golden_dataset(context: AssetExecutionContext, datasets: DatasetsResource) -
             ),
         }
     )
-    return dataset.stored_tables()
+    return dataset.stored_tables(date.fromisoformat(day))
 
 
 def as_dataset(context: AssetExecutionContext, tables: DatasetTables) -> GoldenDataset:
-    """The `GoldenDataset` of the partition being materialized, from the stored tables."""
-    version, _ = partition_parts(context)
-    return GoldenDataset.from_tables(version, tables)
+    """The `GoldenDataset` of the partition being materialized, from the stored tables (staged
+    logs: those of the partition's date in the schedule's timezone, and the undated ones)."""
+    version, day = partition_parts(context)
+    return GoldenDataset.from_tables(version, tables, date.fromisoformat(day), SCHEDULE_TIMEZONE)

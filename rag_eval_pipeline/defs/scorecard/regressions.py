@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from dagster import AssetExecutionContext, Config, MetadataValue
 
+from rag_eval_pipeline.defs.dataset.schedules import SCHEDULE_TIMEZONE
 from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.scorecard import asset
 from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
@@ -106,7 +107,7 @@ def bridged(
     judge, judge_client = judge_llm.judge(model)
     generator, generator_client = generator_llm.generator(model)
     today = TodayModels(judge, generator, model, load_weights())
-    previous, bridge = rebuilt_baseline(store, previous, tables, today, changes)
+    previous, bridge = rebuilt_baseline(store, previous, tables, today, changes, SCHEDULE_TIMEZONE)
     metadata = {
         "model_bridge": MetadataValue.md(markdown_table(bridge, max_rows=400)),
         "model_changes": MetadataValue.md(

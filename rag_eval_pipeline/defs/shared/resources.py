@@ -18,6 +18,7 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
 from rag_eval_pipeline.datasets.http_config import HttpSystemConfig, resolve_http_config
 from rag_eval_pipeline.datasets.location import DatasetLocation
+from rag_eval_pipeline.datasets.staged_logs import LogStage
 from rag_eval_pipeline.datasets.traces import logs_origin
 from rag_eval_pipeline.datasets.validity import (
     Verdict,
@@ -104,8 +105,9 @@ class DatasetsResource(ConfigurableResource):
         return self.verdict(version).problem
 
     def load(self, version: str) -> GoldenDataset:
-        """Read and validate one version (raises `DatasetError` naming file, row, column)."""
-        return load_dataset(self.folder(version), version, self.limits)
+        """Read and validate one version (raises `DatasetError` naming file, row, column);
+        its timestamped interactions staged by day, or taken from their staged copy."""
+        return load_dataset(self.folder(version), version, self.limits, LogStage.default())
 
 
 @cache
