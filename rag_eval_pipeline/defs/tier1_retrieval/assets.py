@@ -92,7 +92,13 @@ def retrieval_metrics(
 def retrieval_quality(
     context: AssetExecutionContext, retrieval_metrics: pd.DataFrame
 ) -> pd.DataFrame:
-    quality = summarize_wide(retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
+    return summarized_retrieval(context, retrieval_metrics)
+
+
+def summarized_retrieval(context: AssetExecutionContext, metrics: pd.DataFrame) -> pd.DataFrame:
+    """The IR metrics' per-system summary (scorecard tier `tier1_retrieval`), its headline
+    metrics plotted one series per version."""
+    quality = summarize_wide(metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
     context.add_output_metadata(
         summary_metadata(quality, partition_parts(context)[0], PLOTTED_METRICS)
     )

@@ -9,13 +9,10 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue
 
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
-from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata
-from rag_eval_pipeline.defs.shared.partitions import partition_parts
-from rag_eval_pipeline.defs.tier1_retrieval.assets import PLOTTED_METRICS, TIER
+from rag_eval_pipeline.defs.shared.metadata import markdown_table
+from rag_eval_pipeline.defs.tier1_retrieval.assets import summarized_retrieval
 from rag_eval_pipeline.defs.tier3_e2e import asset
 from rag_eval_pipeline.evaluation.retrieval import evaluate_system_under_test, unknown_doc_ids
-from rag_eval_pipeline.evaluation.summaries import summarize_wide
-from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS
 from rag_eval_pipeline.text.escaping import terminal_text
 
 
@@ -63,8 +60,4 @@ def system_retrieval_metrics(
 def system_retrieval_quality(
     context: AssetExecutionContext, system_retrieval_metrics: pd.DataFrame
 ) -> pd.DataFrame:
-    quality = summarize_wide(system_retrieval_metrics, list(DEFAULT_RETRIEVAL_METRICS), TIER)
-    context.add_output_metadata(
-        summary_metadata(quality, partition_parts(context)[0], PLOTTED_METRICS)
-    )
-    return quality
+    return summarized_retrieval(context, system_retrieval_metrics)
