@@ -1,16 +1,19 @@
 """The stat cache of local files' fingerprints (`storage.digest_cache`): the cached value is the
 uncached one; a file is read again when any of its recorded stat values changed (a same-size
 rewrite with its mtime restored included) or when it was changed within the racy window of the
-moment it was hashed; an unwritable cache is one warning and the fingerprint is still right."""
+moment it was hashed; an unwritable cache is one warning and the fingerprint is still right;
+processes writing the cache at once all get the right value."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -179,3 +182,13 @@ def test_an_unwritable_cache_warns_once_and_the_fingerprint_is_right(
     assert len(warned) == 1, warned
     assert warned[0].startswith("file digest cache not written, the run goes on without it")
     assert str(unwritable / "cache") in warned[0]
+
+
+@pytest.mark.integration
+def test_processes_fingerprinting_at_once_share_the_cache(tmp_path: Path) -> None:
+    folder, cache = version(tmp_path / "v1"), tmp_path / "cache"
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=3, mp_context=spawn) as pool:
+        values = list(pool.map(files_fingerprint, [folder] * 6, [cache] * 6))
+    assert values == [uncached(folder)] * 6
+    assert (cache / digest_cache.CACHE_FILENAME).is_file()
