@@ -9,8 +9,9 @@ each in a fresh child process (peak RSS is the child's own, measured after its i
 - the first run of a partition: `load_dataset` with a stage (the logs validated chunk by chunk
   and staged by day, `datasets/staged_logs.py`) and the partition's snapshot
   (`write_tables_atomically(stored_tables(day))`);
-- a later partition (another day): the staged copy found by the files' fingerprint, the
-  snapshot of its day;
+- a later partition (another day): the staged copy found by the files' fingerprint (read from
+  the stat cache, `storage/digest_cache.py`, under a temporary `RAG_EVAL_CACHE`: no byte of the
+  version hashed again), the snapshot of its day;
 - what each tier asset reads of it (`read_tables` + `GoldenDataset.from_tables`: the day's
   logs) and the traffic tier's read of the day (`parquet_day_interactions` → `day_quality`).
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import resource
 import sys
 import tempfile
@@ -38,6 +40,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
+from rag_eval_pipeline.storage.digest_cache import RACY_MARGIN_NS
 
 BUDGET_MIB = 3 * 1024
 Step = tuple[float, float, int]  # wall seconds, peak RSS added (MiB), rows
@@ -188,6 +192,8 @@ def main() -> None:
             f"{args.days} days x {args.per_day:,} interactions: logs.parquet {size:,.0f} MiB",
             flush=True,
         )
+        os.environ["RAG_EVAL_CACHE"] = str(tmp / "cache")  # the children's file digest cache
+        time.sleep(RACY_MARGIN_NS / 1e9 + 0.5)  # a version is older than the racy margin
         for label, step, step_args in steps(tmp, args.days, args.before, args.prestage):
             with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
                 wall, peak, rows = child.submit(step, *step_args).result()

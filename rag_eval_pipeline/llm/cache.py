@@ -11,10 +11,10 @@ variables such as `OPENAI_API_BASE`, hashed), messages, temperature and max_toke
 never reused across endpoints. The API key is deliberately not part of the key (rotating a key
 must not invalidate the cache) and is never stored.
 
-The database runs in WAL mode with a busy timeout, so concurrent processes (parallel Dagster
-steps) read and write it safely. Within a process one connection is shared behind a lock. The first
-reply stored under a key wins: later replies for the same key are ignored, so a re-run reads exactly
-the answers earlier runs were scored on.
+The database is opened by `storage.shared_sqlite.shared_database` (WAL mode, a busy timeout),
+so concurrent processes (parallel Dagster steps) read and write it safely. Within a process one
+connection is shared behind a lock. The first reply stored under a key wins: later replies for
+the same key are ignored, so a re-run reads exactly the answers earlier runs were scored on.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -30,15 +29,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from filelock import FileLock
 from upath import UPath
 
 from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import is_local, storage_path
+from rag_eval_pipeline.storage.shared_sqlite import shared_database
 
 CACHE_FILENAME = "llm_cache.sqlite3"
 REPLIES_FOLDER = "replies"
-_BUSY_TIMEOUT_S = 30.0
 _LOOKUP_CHUNK = 500
 
 _SCHEMA = """
@@ -91,34 +89,13 @@ class CachedReply:
     latency_ms: float
 
 
-def _exclusive_setup(database: Path) -> FileLock:
-    """Processes opening `database` set it up one at a time (a `filelock` on a sibling file).
-
-    Switching a new database to WAL takes an exclusive lock for which SQLite may answer
-    "database is locked" at once instead of waiting out the busy timeout, so concurrent first
-    opens (parallel runs or steps on a fresh cache) would fail without this.
-    """
-    return FileLock(database.with_name(database.name + ".setup.lock"))
-
-
 class ReplyCache:
     """Successful replies by `cache_key`, in ``<directory>/llm_cache.sqlite3``."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / CACHE_FILENAME
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._connection = sqlite3.connect(
-            self.path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
-        try:
-            with self._lock, _exclusive_setup(self.path):
-                self._connection.execute("PRAGMA journal_mode = WAL")
-                self._connection.execute("PRAGMA synchronous = NORMAL")
-                self._connection.execute(_SCHEMA)
-        except BaseException:
-            self._connection.close()  # a cache that could not be set up holds no file open
-            raise
+        self._connection = shared_database(self.path, _SCHEMA)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
         """The cached replies among `keys` (missing keys are simply absent from the result)."""

@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+_CHUNK_BYTES = 1 << 20
 
 
 def source_files(root: Path, pattern: str) -> list[Path]:
@@ -20,11 +21,14 @@ def source_files(root: Path, pattern: str) -> list[Path]:
 
 
 def files_digest(files: Iterable[Path], root: Path) -> str:
-    """BLAKE2b of each file's path relative to `root` and its bytes, in the given order."""
+    """BLAKE2b (160 bits) of each file's path relative to `root`, a NUL, its bytes and a NUL, in
+    the given order; each file is read in chunks (memory does not follow its size)."""
     digest = hashlib.blake2b(digest_size=20)
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes())
+        with path.open("rb") as stream:
+            while chunk := stream.read(_CHUNK_BYTES):
+                digest.update(chunk)
         digest.update(b"\0")
     return digest.hexdigest()
 

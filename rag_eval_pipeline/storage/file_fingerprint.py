@@ -1,10 +1,12 @@
 """The fingerprint of the files under a folder, local or on an object store: one rule.
 
 `files_fingerprint(folder)` changes whenever a file under `folder` is added, removed or
-rewritten. Locally it hashes every file's relative path and bytes (BLAKE2b, `files_digest`);
-on an object store it reads nothing: it hashes each object's relative key, size and ETag from
-one listing (S3 gives a new ETag to every new content). `object_listing` is that listing, by
-relative key, which the dataset mirror also uses to fetch only the objects that changed.
+rewritten. Locally it is the hash of every file's relative path and bytes (BLAKE2b,
+`files_digest`), reused without reading the files when none changed since it was taken (the
+stat cache under `RAG_EVAL_CACHE`, `storage.digest_cache`); on an object store it reads
+nothing: it hashes each object's relative key, size and ETag from one listing (S3 gives a new
+ETag to every new content). `object_listing` is that listing, by relative key, which the
+dataset mirror also uses to fetch only the objects that changed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from upath import UPath
 
-from rag_eval_pipeline.storage.code_version import files_digest, source_files
+from rag_eval_pipeline import settings
+from rag_eval_pipeline.storage.digest_cache import cached_files_digest
 from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 ObjectIdentity = tuple[int, str]
@@ -45,12 +48,13 @@ def listing_fingerprint(listing: dict[str, ObjectIdentity]) -> str:
     return digest.hexdigest()
 
 
-def files_fingerprint(folder: str | os.PathLike[str] | UPath) -> str:
+def files_fingerprint(
+    folder: str | os.PathLike[str] | UPath, cache: str | os.PathLike[str] | None = None
+) -> str:
     """The fingerprint of the files under `folder` (a local folder or an fsspec URL): the
-    hash of their relative paths and bytes locally, of their keys, sizes and ETags on an
-    object store."""
+    hash of their relative paths and bytes locally (with the stat cache at `cache`, default
+    `RAG_EVAL_CACHE`), of their keys, sizes and ETags on an object store."""
     path = storage_path(folder)
     if is_local(path):
-        root = Path(path.path)
-        return files_digest(source_files(root, "*"), root)
+        return cached_files_digest(Path(path.path), settings.CACHE_URL if cache is None else cache)
     return listing_fingerprint(object_listing(path))
