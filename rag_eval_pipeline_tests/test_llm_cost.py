@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import litellm
 import numpy as np
 import pandas as pd
 import pytest
+import time_machine
 from dagster import DagsterInstance, MaterializeResult, asset, build_sensor_context, materialize
-from freezegun import freeze_time
 
 from rag_eval_pipeline.defs.outcome import cost as run_cost
 from rag_eval_pipeline.defs.outcome.cost import run_cost_sensor, tag_run_cost
@@ -430,7 +431,8 @@ def test_the_cost_sensor_tags_runs_finished_at_the_same_instant_across_pages(
 ) -> None:
     """`updated_after` is strict: two runs updated at the same instant, split by the page size,
     are both tagged (the cursor keeps the runs seen at its instant)."""
-    with freeze_time():  # the clock stopped: both runs are updated at the same instant
+    # The clock stopped: both runs are updated at the same instant.
+    with time_machine.travel(datetime.now(UTC), tick=False):
         run_ids = [materialize([judged_once], instance=dagster_instance).run_id for _ in range(2)]
     records = dagster_instance.get_run_records()
     assert len({record.update_timestamp for record in records}) == 1
