@@ -155,25 +155,26 @@ mutation($params: LaunchBackfillParams!) {
 """
 
 
-def request_asset_backfill(
-    partition_keys: Sequence[str], asset_names: Sequence[str], tmp_path: Path
-) -> str:
-    """Ask Dagster, as the UI does, for a backfill of the assets called `asset_names` on
-    `partition_keys`, on the instance in `$DAGSTER_HOME`, and return its id; the backfill daemon
-    then submits its runs. Dagster has no public Python call that adds a backfill: this sends its
-    public GraphQL mutation `launchPartitionBackfill` with its `dagster-graphql` command, against
-    the project's workspace, its JSON reply written to a file in `tmp_path`."""
-    reply = tmp_path / "launch-backfill.json"
-    params = {
-        "assetSelection": [{"path": [name]} for name in asset_names],
-        "partitionNames": list(partition_keys),
-        "title": "test backfill",
-    }
+BACKFILL_STATUS = """
+query($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    __typename
+    ... on PartitionBackfill { status }
+    ... on Error { message }
+  }
+}
+"""
+
+
+def dagster_graphql(query: str, variables: Mapping[str, object], reply: Path) -> dict:
+    """Send `query` with `variables` to Dagster's public GraphQL API with its `dagster-graphql`
+    command, against the project's workspace and the instance in `$DAGSTER_HOME` (no server);
+    its JSON reply is written to `reply` and its `data` returned."""
     completed = subprocess.run(
         [
             str(Path(sys.executable).with_name("dagster-graphql")),
-            *("-w", "workspace.yaml", "-t", LAUNCH_BACKFILL),
-            *("-v", json.dumps({"params": params}), "-o", str(reply)),
+            *("-w", "workspace.yaml", "-t", query),
+            *("-v", json.dumps(variables), "-o", str(reply)),
         ],
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
         cwd=PROJECT_ROOT,
@@ -182,9 +183,37 @@ def request_asset_backfill(
         timeout=CLI_TIMEOUT_S,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    launched = json.loads(reply.read_text())["data"]["launchPartitionBackfill"]
+    return json.loads(reply.read_text())["data"]
+
+
+def request_asset_backfill(
+    partition_keys: Sequence[str], asset_names: Sequence[str], tmp_path: Path
+) -> str:
+    """Ask Dagster, as the UI does, for a backfill of the assets called `asset_names` on
+    `partition_keys`, on the instance in `$DAGSTER_HOME`, and return its id; the backfill daemon
+    then submits its runs. Dagster has no public Python call that adds a backfill: this sends its
+    public GraphQL mutation `launchPartitionBackfill`, its reply written to a file in
+    `tmp_path`."""
+    params = {
+        "assetSelection": [{"path": [name]} for name in asset_names],
+        "partitionNames": list(partition_keys),
+        "title": "test backfill",
+    }
+    data = dagster_graphql(LAUNCH_BACKFILL, {"params": params}, tmp_path / "launch-backfill.json")
+    launched = data["launchPartitionBackfill"]
     assert launched["__typename"] == "LaunchBackfillSuccess", launched
     return launched["backfillId"]
+
+
+def backfill_status(backfill_id: str, tmp_path: Path) -> str:
+    """The status of the backfill `backfill_id` on the instance in `$DAGSTER_HOME`
+    (`REQUESTED` until the backfill daemon finds its runs ended, then e.g.
+    `COMPLETED_SUCCESS`), read with Dagster's public GraphQL query `partitionBackfillOrError`
+    (its Python status class is private)."""
+    data = dagster_graphql(BACKFILL_STATUS, {"id": backfill_id}, tmp_path / "backfill.json")
+    backfill = data["partitionBackfillOrError"]
+    assert backfill["__typename"] == "PartitionBackfill", backfill
+    return backfill["status"]
 
 
 CLI_TIMEOUT_S = 300

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ import litellm
 import numpy as np
 import pandas as pd
 import pytest
+import time_machine
 from dagster import DagsterInstance, MaterializeResult, asset, build_sensor_context, materialize
-from dagster._core.storage.runs.schema import RunsTable
 
 from rag_eval_pipeline.defs.outcome import cost as run_cost
 from rag_eval_pipeline.defs.outcome.cost import run_cost_sensor, tag_run_cost
@@ -430,11 +431,11 @@ def test_the_cost_sensor_tags_runs_finished_at_the_same_instant_across_pages(
 ) -> None:
     """`updated_after` is strict: two runs updated at the same instant, split by the page size,
     are both tagged (the cursor keeps the runs seen at its instant)."""
-    run_ids = [materialize([judged_once], instance=dagster_instance).run_id for _ in range(2)]
-    storage = dagster_instance.run_storage
-    instant = storage.get_run_records()[0].update_timestamp.replace(tzinfo=None)
-    with storage.connect() as connection:  # the same instant, which no public API can set
-        connection.execute(RunsTable.update().values(update_timestamp=instant))
+    # The clock stopped: both runs are updated at the same instant.
+    with time_machine.travel(datetime.now(UTC), tick=False):
+        run_ids = [materialize([judged_once], instance=dagster_instance).run_id for _ in range(2)]
+    records = dagster_instance.get_run_records()
+    assert len({record.update_timestamp for record in records}) == 1
     monkeypatch.setattr(run_cost, "RUNS_PER_TICK", 1)
     cursor = None
     for _ in range(3):

@@ -4,10 +4,11 @@ A PostgreSQL 16 server is started in-process for the module (`pgserver`; as root
 server as its own system user), on a unix socket in a temporary folder, and each test gets its
 own database. The shipped file is copied verbatim to each `DAGSTER_HOME` and reads the
 connection from its `DAGSTER_PG_*` variables (the host left empty, libpq's `PGHOST` naming the
-socket directory). Then: two `rag-eval run` side by side from two homes, as from two machines
-with no file lock in common, each skipping afterwards what the other did; and a daemon that
-fails a SIGKILLed `rag-eval run` through `dead_owner_run_sensor` and runs a backfill through the
-run queue, at most `max_concurrent_runs: 4` at a time.
+socket directory). Then: the shipped file, its port pointed at a TCP relay to that socket,
+reaching the server over TCP as a password-checked role; two `rag-eval run` side by side from
+two homes, as from two machines with no file lock in common, each skipping afterwards what the
+other did; and a daemon that fails a SIGKILLed `rag-eval run` through `dead_owner_run_sensor`
+and runs a backfill through the run queue, at most `max_concurrent_runs: 4` at a time.
 """
 
 from __future__ import annotations
@@ -37,12 +38,6 @@ from dagster import (
     RunsFilter,
 )
 
-# No public call resolves a storage's config (env vars, defaults) the way the instance does.
-from dagster._config import process_config
-from dagster_postgres import DagsterPostgresStorage
-from dagster_postgres.utils import pg_url_from_config
-from sqlalchemy.engine import make_url
-
 from rag_eval_pipeline.defs.runs.pools import LLM_GENERATOR_POOL, LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.shared.partitions import evaluation_partition_key
 from rag_eval_pipeline_tests.conftest import (
@@ -53,6 +48,7 @@ from rag_eval_pipeline_tests.conftest import (
     stop_process_group,
 )
 from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.tcp_relay import tcp_relay
 from rag_eval_pipeline_tests.test_one_run_per_partition import started_run
 from rag_eval_pipeline_tests.test_run_ownership import (
     BIN,
@@ -137,27 +133,46 @@ def deployment(
     return Deployment(tmp_path)
 
 
+def password_role(socket_dir: Path, database: str, role: str, password: str) -> None:
+    """Create `role` with `password`, owning `database`, and make the server ask it for its
+    password (SCRAM) on every connection, the other roles left as they were."""
+    server = psycopg2.connect(host=str(socket_dir), user="postgres", dbname="postgres")
+    with contextlib.closing(server):
+        server.autocommit = True
+        cursor = server.cursor()
+        cursor.execute(f"CREATE ROLE {role} LOGIN PASSWORD %s", (password,))
+        cursor.execute(f"ALTER DATABASE {database} OWNER TO {role}")
+        cursor.execute("SHOW hba_file")
+        hba = Path(cursor.fetchone()[0])
+        hba.write_text(f"local all {role} scram-sha-256\n{hba.read_text()}")
+        cursor.execute("SELECT pg_reload_conf()")
+
+
 def test_the_shipped_file_reaches_a_tcp_host_through_psycopg2(
-    monkeypatch: pytest.MonkeyPatch,
+    deployment: Deployment, postgres_socket_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in {
-        "DAGSTER_PG_USERNAME": "dagster",
-        "DAGSTER_PG_PASSWORD": "p@ss:w/rd",
-        "DAGSTER_PG_HOST": "db.internal",
-        "DAGSTER_PG_DB": "dagster",
-    }.items():
-        monkeypatch.setenv(name, value)
-    storage = yaml.safe_load(POSTGRES_INSTANCE_CONFIG.read_text(encoding="utf-8"))["storage"]
-    processed = process_config(DagsterPostgresStorage.config_type(), storage["postgres"])
-    assert processed.success, processed.errors
-    url = make_url(pg_url_from_config(processed.value))
-    assert (url.drivername, url.host, url.port, url.database) == (
-        "postgresql+psycopg2",
-        "db.internal",
-        5432,
-        "dagster",
-    )
-    assert (url.username, url.password) == ("dagster", "p@ss:w/rd")
+    """The shipped file, its port pointed at a TCP relay to the module's server: the instance
+    Dagster builds from it (its `DAGSTER_PG_*` resolved, a password to quote in psycopg2's
+    URL, checked by the server) connects over TCP and stores what it is given."""
+    password_role(postgres_socket_dir, os.environ["DAGSTER_PG_DB"], "dagster", "p@ss:w/rd")
+    (unix_socket,) = postgres_socket_dir.glob(".s.PGSQL.*[0-9]")
+    with tcp_relay(unix_socket) as (port, accepted):
+        home = deployment.home("home")
+        settings = yaml.safe_load((home / "dagster.yaml").read_text(encoding="utf-8"))
+        settings["storage"]["postgres"]["postgres_db"]["port"] = port
+        (home / "dagster.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+        for name, value in {
+            "DAGSTER_HOME": str(home),
+            "DAGSTER_PG_USERNAME": "dagster",
+            "DAGSTER_PG_PASSWORD": "p@ss:w/rd",
+            "DAGSTER_PG_HOST": "127.0.0.1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.delenv("PGHOST")
+        with DagsterInstance.get() as instance:
+            instance.add_dynamic_partitions("tcp_probe", ["reached"])
+            assert instance.get_dynamic_partitions("tcp_probe") == ["reached"]
+    assert accepted, "the instance connected through the TCP relay"
 
 
 def golden_dataset_side_by_side(data_dir: Path, homes: list[Path], days: list[str]) -> list[str]:

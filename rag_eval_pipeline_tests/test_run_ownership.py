@@ -170,14 +170,17 @@ def deployment(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path, home
 
 
-def wait_for(condition: Callable[[], object], what: str, timeout_s: float = WAIT_S) -> object:
-    """Poll `condition` until it returns something truthy; fail after `timeout_s`."""
+def wait_for(
+    condition: Callable[[], object], what: str, timeout_s: float = WAIT_S, poll_s: float = 0.5
+) -> object:
+    """Poll `condition` every `poll_s` until it returns something truthy; fail after
+    `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         found = condition()
         if found:
             return found
-        time.sleep(0.5)
+        time.sleep(poll_s)
     pytest.fail(f"timed out after {timeout_s:.0f}s waiting for {what}")
 
 
