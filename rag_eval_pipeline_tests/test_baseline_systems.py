@@ -7,8 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag_eval_pipeline.evaluation.retrieval import REAL_USERS_SYSTEM
-from rag_eval_pipeline.evaluation.scorecard import Thresholds
+from rag_eval_pipeline.evaluation.scorecard import REAL_USERS_SYSTEM, Thresholds
 from rag_eval_pipeline.evaluation.traffic import TRAFFIC_SYSTEM
 from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
 from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule

@@ -16,6 +16,7 @@ from rag_eval_pipeline.evaluation.composite import composite_rows
 from rag_eval_pipeline.evaluation.declined import zero_declined
 from rag_eval_pipeline.evaluation.generation import REFUSAL_METRIC
 from rag_eval_pipeline.evaluation.headline import headline
+from rag_eval_pipeline.evaluation.scorecard import REAL_USERS_SYSTEM
 from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
 from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.reporting.alerting import alert_line, change_text
@@ -216,6 +217,9 @@ def test_declining_half_the_questions_and_a_day_without_traffic(tmp_path: Path) 
         f"no traffic: no interaction today ({n_logs} on the baseline date)"
     )
     assert (traffic.loc[~traffic["alert"], "reason"] == "no traffic today").all()
+    from_logs = verdicts[verdicts["system"] == REAL_USERS_SYSTEM]  # Tier 1 on real users, UX
+    assert {"tier1_retrieval", "ux"} <= set(from_logs["tier"]) and not from_logs["alert"].any()
+    assert (from_logs["reason"] == "no traffic today").all()
     summary = next(x for x in completed.stdout.splitlines() if x.startswith("declines|"))
     told = headline(verdicts)
     assert told.counts["outage"] == 2  # faithfulness's coverage, and no traffic

@@ -20,6 +20,7 @@ import pandas as pd
 
 from rag_eval_pipeline.datasets.golden import GoldenDataset
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.scorecard import REAL_USERS_SYSTEM
 from rag_eval_pipeline.metrics.retrieval import DEFAULT_RETRIEVAL_METRICS, RunScorer
 from rag_eval_pipeline.storage.batches import TableBatches, query_chunks
 from rag_eval_pipeline.systems.retrievers import (
@@ -35,7 +36,6 @@ from rag_eval_pipeline.systems.retrievers import (
 )
 
 RUN_TABLE_COLUMNS = ["source", *RUN_COLUMNS]
-REAL_USERS_SYSTEM = "real-users"
 SYSTEM_UNDER_TEST = "system_under_test"
 UNKNOWN_ID_COLUMNS = ["system", "n_retrieved", "n_unknown", "examples"]
 

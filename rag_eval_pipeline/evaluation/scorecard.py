@@ -59,6 +59,9 @@ PRIMARY, SECONDARY, MONITOR = "primary", "secondary", "monitor"
 ROLES = (PRIMARY, SECONDARY, MONITOR)
 # The tier of what a run's LLM calls cost (`evaluation.cost`).
 COST_TIER = "cost"
+REAL_USERS_SYSTEM = "real-users"
+"""The system of every row computed from the version's logged interactions (Tier 1 on the
+real-user queries, UX): with no interaction on a date, these rows have no value."""
 # Tier roles that hold unless the thresholds file lists the tier: what the LLM calls cost is
 # watched, never alerted.
 DEFAULT_TIER_ROLES: dict[str, dict[str, list[str]]] = {COST_TIER: {MONITOR: ["*"]}}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from rag_eval_pipeline.embedding.embedder import Embedder
+from rag_eval_pipeline.evaluation.scorecard import REAL_USERS_SYSTEM
 from rag_eval_pipeline.metrics.ux import (
     cache_hit_rate,
     context_preservation,
@@ -19,7 +20,7 @@ def arrival_ordered_questions(
     streams = {"golden-queries": queries["question"].tolist()}
     if logs is not None and len(logs):
         ordered = logs.sort_values("timestamp", kind="stable") if "timestamp" in logs else logs
-        streams["real-users"] = ordered["question"].tolist()
+        streams[REAL_USERS_SYSTEM] = ordered["question"].tolist()
     return streams
 
 

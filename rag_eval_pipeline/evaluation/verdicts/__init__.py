@@ -45,7 +45,9 @@
   for a primary metric (so a system cannot improve by answering fewer questions);
 - **no traffic**: a traffic tier with interactions on the baseline date and none today is one
   alert on its `volume` row, `no traffic: no interaction today (N on the baseline date)`; its
-  other metrics read `no traffic today`, not alerted. `dataset.yaml`'s `traffic_every_day:
+  other metrics, and the rows computed from the logged interactions (system `real-users`:
+  Tier 1 on real-user queries, UX) left without a value, read `no traffic today`, not
+  alerted. `dataset.yaml`'s `traffic_every_day:
   false` (traffic that may pause, e.g. on weekends) makes it a note, not an alert;
 - a **zero baseline** has no relative change (`relative_change` NaN, never infinite): the
   surfaces print the change in points (`reporting.alerting.change_text`);

@@ -16,7 +16,12 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from rag_eval_pipeline.evaluation.scorecard import MONITOR, PRIMARY, SECONDARY
+from rag_eval_pipeline.evaluation.scorecard import (
+    MONITOR,
+    PRIMARY,
+    REAL_USERS_SYSTEM,
+    SECONDARY,
+)
 from rag_eval_pipeline.evaluation.verdicts import wording
 from rag_eval_pipeline.evaluation.verdicts.columns import KEY
 from rag_eval_pipeline.evaluation.verdicts.model_roles import changed_roles, model_feeds
@@ -225,12 +230,16 @@ def _blocked(base: float, cur: float, error_rate: float, moved: list[str]) -> st
 def _no_traffic(
     rows: pd.DataFrame, base: np.ndarray, cur: np.ndarray, every_day: bool
 ) -> tuple[list[str], np.ndarray]:
-    """The words of the traffic tier's rows of systems with interactions on the baseline date
-    and none today ("" for the others), and the one row of each (`volume`) that carries the
-    alert when traffic is expected every day: one `no traffic` verdict, not one per metric."""
+    """The words of the rows that have no value because no interaction came today ("" for the
+    others): the traffic tier's rows of systems with interactions on the baseline date and none
+    today, and, on such a day, the rows computed from the logged interactions
+    (`REAL_USERS_SYSTEM`) that have no value today. Only one row of each lost system (`volume`)
+    carries the alert, when traffic is expected every day: one `no traffic` verdict, not one per
+    metric."""
     tier, system, metric = (rows[k].to_numpy() for k in KEY)
     lost = (tier == TRAFFIC_TIER) & (metric == VOLUME) & (base > 0) & ~(cur > 0)
-    silent = np.isin(system, system[lost]) & (tier == TRAFFIC_TIER)
+    from_logs = lost.any() & (system == REAL_USERS_SYSTEM) & ~np.isfinite(cur)
+    silent = (np.isin(system, system[lost]) & (tier == TRAFFIC_TIER)) | from_logs
     words = [
         wording.no_traffic(bool(lost[i]), base[i], every_day) if silent[i] else ""
         for i in range(len(rows))
