@@ -175,14 +175,16 @@ def test_the_shipped_file_reaches_a_tcp_host_through_psycopg2(
     assert accepted, "the instance connected through the TCP relay"
 
 
-def golden_dataset_side_by_side(data_dir: Path, homes: list[Path], days: list[str]) -> list[str]:
-    """`rag-eval run` of demo-v1's golden_dataset on each of `days`, each from its home in
-    `homes`, all at once; fails unless each exits 0; their outputs."""
+def runs_side_by_side(
+    data_dir: Path, homes: list[Path], days: list[str], select: str = "key:golden_dataset"
+) -> list[str]:
+    """`rag-eval run` of demo-v1's `select` on each of `days`, each from its home in `homes`,
+    all at once; fails unless each exits 0; their outputs."""
     clis = [
         subprocess.Popen(
             [
                 *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
-                *("--dataset-version", VERSION, "--date", day, "--select", "key:golden_dataset"),
+                *("--dataset-version", VERSION, "--date", day, "--select", select),
             ],
             env=deployment_env(data_dir, home),
             cwd=data_dir,
@@ -203,7 +205,7 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
     data_dir = deployment.data_dir
     homes = [deployment.home("home-a"), deployment.home("home-b")]
     days = ["2026-11-20", "2026-11-21"]
-    outputs = golden_dataset_side_by_side(data_dir, homes, days)
+    outputs = runs_side_by_side(data_dir, homes, days)
     assert all("materializing" in output for output in outputs), outputs
 
     monkeypatch.setenv("DAGSTER_HOME", str(homes[0]))
@@ -215,7 +217,7 @@ def test_two_machines_run_side_by_side_and_skip_what_the_other_did(
     assert materialized == {str(evaluation_partition_key(VERSION, day)) for day in days}
 
     swapped = days[::-1]
-    outputs = golden_dataset_side_by_side(data_dir, homes, swapped)
+    outputs = runs_side_by_side(data_dir, homes, swapped)
     for output, other_day in zip(outputs, swapped, strict=True):
         assert f"{VERSION}|{other_day} is up to date" in output, output
 
@@ -226,22 +228,7 @@ def test_two_first_runs_at_once_on_a_fresh_database_both_succeed(deployment: Dep
     creates one on its first claim (dagster-io/dagster#33552 failed one of two such runs)."""
     data_dir = deployment.data_dir
     homes = [deployment.home("home-a"), deployment.home("home-b")]
-    clis = [
-        subprocess.Popen(
-            [
-                *(sys.executable, "-m", "rag_eval_pipeline.cli", "run"),
-                *("--dataset-version", VERSION, "--date", day, "--select", "*generation_judgments"),
-            ],
-            env=deployment_env(data_dir, home),
-            cwd=data_dir,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for home, day in zip(homes, ["2026-11-20", "2026-11-21"], strict=True)
-    ]
-    outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
-    assert [cli.returncode for cli in clis] == [0, 0], outputs
+    runs_side_by_side(data_dir, homes, ["2026-11-20", "2026-11-21"], "*generation_judgments")
     with DagsterInstance.from_config(str(homes[0])) as instance:
         storage = instance.event_log_storage
         assert {LLM_JUDGE_POOL, LLM_GENERATOR_POOL} <= storage.get_concurrency_keys()
