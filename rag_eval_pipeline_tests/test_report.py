@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from dagster import AssetSpec, DagsterInstance, materialize
+from dagster import AssetSpec, DagsterInstance, ExecuteInProcessResult, materialize
 
 from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
@@ -282,7 +282,11 @@ def test_formatting_helpers() -> None:
     assert format_detectable(float("nan")) == "—"
 
 
-def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+def materialized_report(
+    tmp_path: Path, instance: DagsterInstance, reports: Path
+) -> ExecuteInProcessResult:
+    """`evaluation_report` of v1 on D3 (three days of scorecards, D3's regressions) into
+    `reports`."""
     warehouse = tmp_path / "warehouse"
     store = WarehouseStore(str(warehouse))
     for index, date in enumerate((D1, D2, D3)):
@@ -290,16 +294,15 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
     write_parquet_atomically(
         regressions_of(store, D3), store.partition_path("metric_regressions", "v1", D3)
     )
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
-    reports = tmp_path / "reports"
-    result = materialize(
+    instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
+    return materialize(
         [
             AssetSpec("evaluation_scorecard", partitions_def=evaluation_partitions),
             AssetSpec("metric_regressions", partitions_def=evaluation_partitions),
             evaluation_report,
         ],
         partition_key=evaluation_partition_key("v1", D3),
-        instance=dagster_instance,
+        instance=instance,
         resources={
             "io_manager": ParquetIOManagerResource(base_path=str(warehouse)),
             "warehouse": WarehouseResource(base_path=str(warehouse)),
@@ -307,6 +310,12 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
         },
         run_config={"ops": {"evaluation_report": {"config": {"reports_dir": str(reports)}}}},
     )
+
+
+def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+    warehouse = tmp_path / "warehouse"
+    reports = tmp_path / "reports"
+    result = materialized_report(tmp_path, dagster_instance, reports)
     assert result.success
     path = reports / "v1" / f"{D3}.html"
     assert series_points(charts(path.read_text())["hit_rate@1"]) == {"dense": 3, EVIL: 3}
