@@ -37,6 +37,7 @@ from dagster import (
     materialize,
 )
 
+from rag_eval_pipeline.datasets import manifest
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS, default_resources
 from rag_eval_pipeline.defs.shared.io_managers import ParquetIOManagerResource
 from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
@@ -74,6 +75,17 @@ SHIPPED_STORAGE = {
 def embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     """The packaged all-MiniLM-L6-v2, loaded once, caching into a session temp folder."""
     return Embedder(cache_dir=tmp_path_factory.mktemp("embedding-cache"))
+
+
+@pytest.fixture(scope="module")
+def pinned_today() -> Iterator[str]:
+    """Today's UTC date, read once when the module starts and pinned as the pipeline's
+    `datasets.manifest.utc_today` (the staged change's reference day) for the whole module: a
+    module running across midnight UTC computes its dates and evaluates them on one today."""
+    day = manifest.utc_today()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(manifest, "utc_today", lambda: day)
+        yield day
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ import pandas as pd
 import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
-from rag_eval_pipeline.datasets.manifest import utc_today
 from rag_eval_pipeline.definitions import ALL_ASSETS, ALL_CHECKS
 from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.shared.resources import DatasetsResource
@@ -80,12 +79,14 @@ FLIPS_DAYS = (
 
 
 @pytest.fixture(scope="module")
-def demo_week(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[DemoWeek]:
-    """demo-v2 through `PLOTTED_ASSET` on the staged day (3 days ago), the day before and the
-    day after, and `flips` through `metric_regressions` and its checks on `FLIPS_DAYS`, oldest
-    first as `rag-eval run --days` runs them, while the webserver starts."""
+def demo_week(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, pinned_today: str
+) -> Iterator[DemoWeek]:
+    """demo-v2 through `PLOTTED_ASSET` on the staged day (3 days before `pinned_today`), the
+    day before and the day after, and `flips` through `metric_regressions` and its checks on
+    `FLIPS_DAYS`, oldest first as `rag-eval run --days` runs them, while the webserver starts."""
     tmp = tmp_path_factory.mktemp("demo-ui")
-    today = pd.Timestamp(utc_today())
+    today = pd.Timestamp(pinned_today)
     days = tuple((today - pd.Timedelta(days=n)).strftime("%Y-%m-%d") for n in (4, 3, 2))
     with instance_with_webserver(tmp) as (instance, ready):
         instance.add_dynamic_partitions(DATASET_VERSION, [VERSION, flips.VERSION])

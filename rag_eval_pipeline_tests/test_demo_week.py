@@ -6,16 +6,17 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from datetime import date
+from datetime import UTC, date
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import time_machine
 from dagster import DagsterInstance, materialize
 
 from rag_eval_pipeline.datasets.golden import load_dataset
-from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest, utc_today
+from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.defs.dataset.assets import golden_dataset
 from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.tier3_e2e.assets import e2e_generations
@@ -243,21 +244,23 @@ def test_run_days_evaluates_a_week_in_order_and_ends_with_the_report(tmp_path: P
 
 
 def test_the_staged_change_reaches_the_system_on_its_day_only(
-    tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder
+    tmp_path: Path, dagster_instance: DagsterInstance, embedder: Embedder, pinned_today: str
 ) -> None:
     """demo-v2's reference RAG, materialized through Dagster on the staged day and the day
-    before: on the staged day its retrieved documents lack the lost ones, and only then."""
+    before: on the staged day its retrieved documents lack the lost ones, and only then. The
+    clock has passed midnight UTC when they are evaluated: the dates hold (`pinned_today`)."""
     dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["demo-v2"])
-    today = pd.Timestamp(utc_today())
+    today = pd.Timestamp(pinned_today)
     staged, before = ((today - pd.Timedelta(days=d)).strftime("%Y-%m-%d") for d in (3, 4))
     outputs = {}
     for day in (staged, before):
-        result = materialize(
-            [golden_dataset, e2e_generations],
-            partition_key=evaluation_partition_key("demo-v2", day),
-            instance=dagster_instance,
-            resources=evaluation_resources(tmp_path, embedder),
-        )
+        with time_machine.travel(today.tz_localize(UTC) + pd.Timedelta(days=1, seconds=1)):
+            result = materialize(
+                [golden_dataset, e2e_generations],
+                partition_key=evaluation_partition_key("demo-v2", day),
+                instance=dagster_instance,
+                resources=evaluation_resources(tmp_path, embedder),
+            )
         metadata = result.asset_materializations_for_node("e2e_generations")[0].metadata
         outputs[day] = (result.output_for_node("e2e_generations"), metadata)
     dataset = load_dataset(DATASETS_DIR / "demo-v2")

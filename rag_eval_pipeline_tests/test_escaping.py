@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from rag_eval_pipeline.text.escaping import html_text, markdown_cell, slack_text, terminal_text
+from rag_eval_pipeline.text.escaping import (
+    html_text,
+    markdown_cell,
+    one_line_text,
+    slack_text,
+    terminal_text,
+)
 
 pytestmark = [pytest.mark.unit]
 
@@ -37,3 +43,10 @@ def test_terminal_text_shows_bidirectional_controls() -> None:
 def test_markdown_cell_escapes_only_underscores_that_can_open_emphasis() -> None:
     assert markdown_cell("context_precision") == "context_precision"
     assert markdown_cell("_x_ __init__") == "\\_x\\_ \\_\\_init\\_\\_"
+
+
+def test_one_line_text_escapes_every_control_and_keeps_a_plain_path() -> None:
+    assert one_line_text("/data/v1\u202egnp\t.exe\n\u2028x\u200b") == (
+        "/data/v1\\u202egnp\\x09.exe\\x0a\\u2028x\\u200b"
+    )
+    assert one_line_text("/data/v1-2.0/2026-11-28.html") == "/data/v1-2.0/2026-11-28.html"

@@ -8,29 +8,47 @@ import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pandas as pd
 import pytest
 from dagster import (
     AssetMaterialization,
+    DagsterInstance,
     asset,
     build_sensor_context,
     instance_for_test,
     materialize,
 )
+from upath import UPath
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.cli import results as cli_results
 from rag_eval_pipeline.defs.scorecard.sensors import regression_alert_sensor
-from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.metadata import (
+    markdown_table,
+    path_metadata,
+    summary_metadata,
+    text_metadata,
+    url_metadata,
+)
 from rag_eval_pipeline.defs.shared.partitions import DATASET_VERSION, evaluation_partition_key
 from rag_eval_pipeline.defs.shared.resources import AlertsResource, WarehouseResource
 from rag_eval_pipeline.defs.shared.skipping import skipped
+from rag_eval_pipeline.reporting.paths import report_path
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import REGRESSIONS_ASSET, WarehouseStore
 from rag_eval_pipeline_tests.conftest import DATASETS_DIR
 from rag_eval_pipeline_tests.test_regression import Receiver
-from rag_eval_pipeline_tests.test_report import D1, D2, D3, EVIL, regressions_of, scorecard
+from rag_eval_pipeline_tests.test_report import (
+    D1,
+    D2,
+    D3,
+    EVIL,
+    materialized_report,
+    regressions_of,
+    scorecard,
+)
 from rag_eval_pipeline_tests.test_report import report as report_of
 
 pytestmark = [pytest.mark.integration]
@@ -39,6 +57,10 @@ RUN_FILE = "prod\u202egnp.exe.trec"  # displayed reversed after U+202E: "prodcer
 SYSTEM = "den\u200bse\u2066"  # looks like "dense"
 SHOWN_RUN_FILE, SHOWN_SYSTEM = "prod\\u202egnp.exe.trec", "den\\u200bse\\u2066"
 ALERTED = f"{RUN_FILE} {SYSTEM}"
+# A version name (or data folder) shown reversed ("v1 exe.png") and on two lines when raw.
+HOSTILE_VERSION = "v1\u202egnp.exe\n(2)\u200b"
+SHOWN_VERSION = "v1\\u202egnp.exe\\x0a(2)\\u200b"
+URL_CHARACTERS = re.compile(r"[A-Za-z0-9:/%._~-]+")  # a percent-encoded URL, nothing else
 INVISIBLE = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
@@ -176,3 +198,27 @@ def test_alert_sensor_message(
     assert err.count("Regression: ") == 2
     assert_shown(err, SHOWN_RUN_FILE, SHOWN_SYSTEM)
     assert_shown(strings(receiver.bodies), SHOWN_RUN_FILE, SHOWN_SYSTEM)
+
+
+def test_dagster_path_and_url_metadata(tmp_path: Path) -> None:
+    local = report_path(tmp_path, HOSTILE_VERSION, D3)
+    assert path_metadata(local).value == f"{tmp_path}/{SHOWN_VERSION}/{D3}.html"
+    plain = tmp_path / "v1" / f"{D3}.html"
+    assert path_metadata(plain).value == str(plain)  # a plain path stays the real, copyable one
+    remote = UPath(f"s3://bucket/reports/{HOSTILE_VERSION}/{D3}.html")
+    for path, raw in ((local, f"file://{local}"), (remote, f"s3://{remote.path}")):
+        url = url_metadata(path).value
+        assert URL_CHARACTERS.fullmatch(url), url
+        assert unquote(url) == raw  # it decodes back to the real file
+
+
+def test_report_asset_path_metadata(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+    reports = tmp_path / HOSTILE_VERSION  # the reports folder: an operator's data dir
+    result = materialized_report(tmp_path, dagster_instance, reports)
+    metadata = result.asset_materializations_for_node("evaluation_report")[0].metadata
+    assert metadata["report_path"].value == f"{tmp_path}/{SHOWN_VERSION}/v1/{D3}.html"
+    url = metadata["report_url"].value
+    assert URL_CHARACTERS.fullmatch(url), url
+    assert unquote(url) == f"file://{reports}/v1/{D3}.html"
+    link = re.search(r"\[Open the report\]\(([^)]*)\)", metadata["summary"].value)
+    assert link is not None and link.group(1) == url

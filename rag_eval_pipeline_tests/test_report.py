@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from dagster import AssetSpec, DagsterInstance, materialize
+from dagster import AssetSpec, DagsterInstance, ExecuteInProcessResult, materialize
 
 from rag_eval_pipeline.defs.report.assets import ReportConfig, evaluation_report
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
@@ -25,6 +25,7 @@ from rag_eval_pipeline.evaluation.scorecard import Thresholds, build_scorecard
 from rag_eval_pipeline.evaluation.verdicts.compare import compare_partitions
 from rag_eval_pipeline.evaluation.verdicts.partition import PartitionScores, RegressionRule
 from rag_eval_pipeline.reporting import collect_report_data, render_report
+from rag_eval_pipeline.reporting.charts import series_style
 from rag_eval_pipeline.reporting.html_report import (
     PALETTE,
     TICK_CHAR_PX,
@@ -34,7 +35,7 @@ from rag_eval_pipeline.reporting.html_report import (
     format_value,
     line_chart_svg,
     nice_ticks,
-    series_colors,
+    series_styles,
 )
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
@@ -209,11 +210,45 @@ def test_systems_in_one_chart_never_share_a_colour() -> None:
     history = pd.DataFrame(
         [{"metric": m, "system": s} for m, systems in charts.items() for s in systems]
     )
-    colors = series_colors(history)
-    assert set(colors) == {s for systems in charts.values() for s in systems}
-    assert set(colors.values()) <= set(PALETTE)
+    styles = series_styles(history)
+    assert set(styles) == {s for systems in charts.values() for s in systems}
+    assert {style.color for style in styles.values()} <= set(PALETTE)
+    assert {style.dash for style in styles.values()} == {""}  # solid while the palette lasts
     for systems in charts.values():
-        assert len({colors[s] for s in systems}) == len(systems)
+        assert len({styles[s] for s in systems}) == len(systems)
+
+
+def test_more_systems_than_colours_get_distinct_stable_styles() -> None:
+    """23 systems in one chart, past the palette's 10 colours: every line its own colour and
+    dash pair (the SVG strokes drawn), the first 10 solid; the same history, the same styles."""
+    systems = [f"system_{i:02d}" for i in range(23)]
+    history = pd.DataFrame({"metric": "mrr", "system": systems})
+    styles = series_styles(history)
+    assert len(set(styles.values())) == len(systems)
+    assert [styles[s].color for s in systems[:10]] == list(PALETTE)
+    assert {styles[s].dash for s in systems[:10]} == {""}
+    assert all(styles[s].dash for s in systems[10:])
+    assert series_styles(history.iloc[::-1]) == styles
+    days = [D1, D2]
+    series = [
+        Series(
+            s, styles[s].color, days, [0.5, 0.6], [np.nan] * 2, [np.nan] * 2, dash=styles[s].dash
+        )
+        for s in systems
+    ]
+    root = ET.fromstring(line_chart_svg("mrr", series))
+    drawn = {
+        (line.get("stroke"), line.get("stroke-dasharray", ""))
+        for line in root.iter(f"{SVG}polyline")
+    }
+    assert len(drawn) == len(systems)
+    swatches = {
+        (line.get("stroke"), line.get("stroke-dasharray", ""))
+        for line in root.iter(f"{SVG}line")
+        if line.get("stroke-width") == "2.5"
+    }
+    assert swatches == drawn  # the legend shows each line's colour and dash
+    assert len({series_style(i) for i in range(500)}) == 500
 
 
 def test_trends_stop_at_the_report_date(store: WarehouseStore) -> None:
@@ -282,7 +317,11 @@ def test_formatting_helpers() -> None:
     assert format_detectable(float("nan")) == "—"
 
 
-def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+def materialized_report(
+    tmp_path: Path, instance: DagsterInstance, reports: Path
+) -> ExecuteInProcessResult:
+    """`evaluation_report` of v1 on D3 (three days of scorecards, D3's regressions) into
+    `reports`."""
     warehouse = tmp_path / "warehouse"
     store = WarehouseStore(str(warehouse))
     for index, date in enumerate((D1, D2, D3)):
@@ -290,16 +329,15 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
     write_parquet_atomically(
         regressions_of(store, D3), store.partition_path("metric_regressions", "v1", D3)
     )
-    dagster_instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
-    reports = tmp_path / "reports"
-    result = materialize(
+    instance.add_dynamic_partitions(DATASET_VERSION, ["v1"])
+    return materialize(
         [
             AssetSpec("evaluation_scorecard", partitions_def=evaluation_partitions),
             AssetSpec("metric_regressions", partitions_def=evaluation_partitions),
             evaluation_report,
         ],
         partition_key=evaluation_partition_key("v1", D3),
-        instance=dagster_instance,
+        instance=instance,
         resources={
             "io_manager": ParquetIOManagerResource(base_path=str(warehouse)),
             "warehouse": WarehouseResource(base_path=str(warehouse)),
@@ -307,6 +345,12 @@ def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstan
         },
         run_config={"ops": {"evaluation_report": {"config": {"reports_dir": str(reports)}}}},
     )
+
+
+def test_asset_writes_the_report(tmp_path: Path, dagster_instance: DagsterInstance) -> None:
+    warehouse = tmp_path / "warehouse"
+    reports = tmp_path / "reports"
+    result = materialized_report(tmp_path, dagster_instance, reports)
     assert result.success
     path = reports / "v1" / f"{D3}.html"
     assert series_points(charts(path.read_text())["hit_rate@1"]) == {"dense": 3, EVIL: 3}
@@ -440,6 +484,6 @@ def test_each_system_has_one_colour_across_every_chart(tmp_path: Path) -> None:
     assert kinds["dense"] == {"chart", "spark"}  # both kinds of chart are compared
     assert all(len(colors) == 1 for colors in drawn.values()), drawn
     history = pd.concat([store.read_scorecard("v1", d) for d in (D1, D2, D3)], ignore_index=True)
-    expected = series_colors(history)
-    assert {s: c.pop() for s, c in drawn.items()} == {s: expected[s] for s in drawn}
+    expected = series_styles(history)
+    assert {s: c.pop() for s, c in drawn.items()} == {s: expected[s].color for s in drawn}
     assert len({expected["dense"], expected[EVIL]}) == 2

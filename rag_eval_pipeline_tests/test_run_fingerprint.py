@@ -9,6 +9,7 @@ one compared, not any earlier run), and re-run when a stored output does not rea
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -16,7 +17,15 @@ import pandas as pd
 import pytest
 from upath import UPath
 
-from rag_eval_pipeline.evaluation.run_fingerprint import outputs_present, partition_fingerprint
+import rag_eval_pipeline
+from rag_eval_pipeline.embedding.embedder import DEFAULT_MODEL
+from rag_eval_pipeline.evaluation.run_fingerprint import (
+    RESULT_ENVIRONMENT,
+    RESULT_ENVIRONMENT_PREFIXES,
+    outputs_present,
+    partition_fingerprint,
+)
+from rag_eval_pipeline.settings import OFFLINE_MODEL
 from rag_eval_pipeline.storage.parquet import write_parquet_atomically
 from rag_eval_pipeline.storage.readback import output_problem
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
@@ -63,6 +72,59 @@ def test_fingerprint_changes_with_every_input_it_covers(version_dir: Path, tmp_p
     queries = version_dir / "queries.jsonl"
     queries.write_bytes(queries.read_bytes().replace(b"?", b" ?", 1))
     assert fingerprint(version_dir, store) not in {base, with_baseline}
+
+
+# The RAG_EVAL_* names the package reads that change where or when, not what a run stores.
+NOT_RESULTS = {
+    "RAG_EVAL_CACHE": "caches keyed by content",
+    "RAG_EVAL_STAGED": "staged interactions keyed by the files' fingerprint",
+    "RAG_EVAL_DATASETS_MIRROR": "a local copy; the fingerprint hashes its files",
+    "RAG_EVAL_WAREHOUSE": "where outputs go; its scorecards are hashed, missing outputs re-run",
+    "RAG_EVAL_SCHEDULE_CRON": "when the schedule ticks",
+    "RAG_EVAL_ALERT_WEBHOOK": "read by the alert sensor",
+    "RAG_EVAL_ALERT_STYLE": "read by the alert sensor",
+    "RAG_EVAL_UI_URL": "read by the alert sensor",
+}
+# A value each listed variable can take without failing the fingerprint's own reads.
+SAFE_VALUES = {
+    "RAG_EVAL_EMBEDDER_MODEL": DEFAULT_MODEL,
+    "RAG_EVAL_GENERATOR_MODEL": OFFLINE_MODEL,
+    "RAG_EVAL_JUDGE_MODEL": OFFLINE_MODEL,
+    "RAG_EVAL_SYSTEM": "reference",
+}
+
+
+def test_only_the_variables_that_change_results_change_the_fingerprint(
+    version_dir: Path, tmp_path: Path
+) -> None:
+    store = WarehouseStore(str(tmp_path / "warehouse"))
+    base = fingerprint(version_dir, store)
+    unrelated = {name: str(tmp_path / "elsewhere") for name in NOT_RESULTS}
+    assert fingerprint(version_dir, store, **unrelated, RAG_EVAL_LOG_LEVEL="DEBUG") == base
+    header = f"{RESULT_ENVIRONMENT_PREFIXES[0]}TOKEN"
+    for name in [*sorted(RESULT_ENVIRONMENT), header]:
+        changed = fingerprint(version_dir, store, **{name: SAFE_VALUES.get(name, "7")})
+        assert changed not in {base, None}, name
+
+
+def test_every_variable_the_package_reads_is_classified() -> None:
+    package = Path(rag_eval_pipeline.__file__).parent
+    names = {
+        name
+        for path in package.rglob("*.py")
+        for name in re.findall(r"RAG_EVAL_[A-Z0-9_]*", path.read_text(encoding="utf-8"))
+    }
+    names -= {"RAG_EVAL_"}  # the prefix in prose
+    unclassified = {
+        name
+        for name in names
+        if name not in RESULT_ENVIRONMENT
+        and name not in NOT_RESULTS
+        and not name.startswith(RESULT_ENVIRONMENT_PREFIXES)
+    }
+    assert unclassified == set()
+    assert not RESULT_ENVIRONMENT & set(NOT_RESULTS)
+    assert RESULT_ENVIRONMENT | set(NOT_RESULTS) <= names  # no stale entry
 
 
 def test_a_pinned_baseline_version_and_the_composite_weights_are_covered(

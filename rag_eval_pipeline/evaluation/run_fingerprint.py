@@ -1,7 +1,8 @@
 """The fingerprint of one partition's inputs, so `rag-eval run` can skip an unchanged re-run.
 
 A partition's outputs are a function of the dataset version's files, this package's code, the
-configuration files, the ``RAG_EVAL_*`` environment (models, system under test, baseline pins),
+configuration files, the ``RAG_EVAL_*`` variables that change results (`RESULT_ENVIRONMENT`:
+models, system under test, baseline pins, limits),
 the embedding model's weights (`embedding.weights`: a model changed in place under the same path
 changes the fingerprint), the endpoints the judge and generator will call (`llm.endpoint`) and
 the scorecards stored for the version's
@@ -44,7 +45,52 @@ from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.warehouse import WarehouseStore
 
 CONFIG_DIR = PROJECT_ROOT / "config"
-ENV_PREFIX = "RAG_EVAL_"
+RESULT_ENVIRONMENT = frozenset(
+    {
+        # the models and endpoints that embed, generate and judge
+        "RAG_EVAL_EMBEDDER_MODEL",
+        "RAG_EVAL_GENERATOR_MODEL",
+        "RAG_EVAL_GENERATOR_API_BASE",
+        "RAG_EVAL_JUDGE_MODEL",
+        "RAG_EVAL_JUDGE_API_BASE",
+        # the system under test
+        "RAG_EVAL_SYSTEM",
+        "RAG_EVAL_SYSTEM_TARGET",
+        "RAG_EVAL_SYSTEM_URL",
+        "RAG_EVAL_SYSTEM_HTTP",
+        "RAG_EVAL_SKIP_TOP",
+        # how it is scored and against what
+        "RAG_EVAL_THRESHOLDS",
+        "RAG_EVAL_COMPOSITE",
+        "RAG_EVAL_CRITERIA",
+        "RAG_EVAL_BASELINE_VERSION",
+        "RAG_EVAL_BASELINE_DATE",
+        "RAG_EVAL_SCHEDULE_TIMEZONE",
+        # limits that accept, refuse or cut input, and the cap that stops prompts being sent
+        "RAG_EVAL_MAX_FILE_MB",
+        "RAG_EVAL_MAX_TEXT_CHARS",
+        "RAG_EVAL_MAX_RECORD_BYTES",
+        "RAG_EVAL_MAX_ID_CHARS",
+        "RAG_EVAL_MAX_YAML_BYTES",
+        "RAG_EVAL_MAX_COST_USD",
+        # kept in doubt: where versions are read from and reports written, which dates exist
+        "RAG_EVAL_DATA_DIR",
+        "RAG_EVAL_DATASETS",
+        "RAG_EVAL_REPORTS",
+        "RAG_EVAL_PARTITIONS_START",
+    }
+)
+"""The ``RAG_EVAL_*`` variables whose values are part of the fingerprint: each can change what a
+run stores (`RESULT_ENVIRONMENT_PREFIXES` adds the HTTP system's header values). Left out, as
+they change where or when things happen but not a partition's outputs: `RAG_EVAL_CACHE` and
+`RAG_EVAL_STAGED` (caches keyed by content), `RAG_EVAL_DATASETS_MIRROR` (a local copy whose
+files the fingerprint hashes), `RAG_EVAL_WAREHOUSE` (where outputs are stored: its scorecards
+are hashed as the baseline, and a warehouse without the outputs runs again),
+`RAG_EVAL_SCHEDULE_CRON` (when the schedule ticks), `RAG_EVAL_ALERT_WEBHOOK`,
+`RAG_EVAL_ALERT_STYLE` and `RAG_EVAL_UI_URL` (read by the alert sensor, not by a run), and any
+``RAG_EVAL_*`` name the package does not read (a log level of a wrapper script). A variable the
+package starts reading must be added here or to that list (`test_run_fingerprint` checks)."""
+RESULT_ENVIRONMENT_PREFIXES = ("RAG_EVAL_HTTP_",)
 BASELINE_VERSION_ENV = "RAG_EVAL_BASELINE_VERSION"
 UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable", "http"})
 
@@ -60,9 +106,14 @@ def config_digest() -> str:
     return digest
 
 
-def environment_items(environ: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The ``RAG_EVAL_*`` variables, sorted: every setting the resources read."""
-    return sorted((k, v) for k, v in environ.items() if k.startswith(ENV_PREFIX))
+def result_environment(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The variables of `environ` that change results (`RESULT_ENVIRONMENT`, or a name starting
+    with one of `RESULT_ENVIRONMENT_PREFIXES`), sorted."""
+    return sorted(
+        (name, value)
+        for name, value in environ.items()
+        if name in RESULT_ENVIRONMENT or name.startswith(RESULT_ENVIRONMENT_PREFIXES)
+    )
 
 
 def embedder_weights(environ: Mapping[str, str]) -> str:
@@ -119,7 +170,7 @@ def partition_fingerprint(
         f"dataset={files_fingerprint(version_dir)}",
         f"code={code_digest()}",
         f"config={config_digest()}",
-        f"env={environment_items(environ)!r}",
+        f"env={result_environment(environ)!r}",
         f"embedder={embedder_weights(environ)}",
         f"endpoints={llm_endpoints(environ)}",
         f"staged_change={manifest.change_active(date)}",

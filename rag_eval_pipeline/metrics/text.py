@@ -21,6 +21,7 @@ import pandas as pd
 from sacrebleu.metrics import BLEU
 
 from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
+from rag_eval_pipeline.metrics.f1 import f1, overlap_f1
 
 __all__ = [
     "BLEU_SIGNATURE",
@@ -109,20 +110,11 @@ def _check_aligned(left_name: str, left: Sequence, right_name: str, right: Seque
         )
 
 
-def _f_measure(overlap: int, prediction_count: int, reference_count: int) -> float:
-    """rouge-score's F: precision and recall over max(count, 1), harmonic mean or 0.0."""
-    precision = overlap / max(prediction_count, 1)
-    recall = overlap / max(reference_count, 1)
-    if precision + recall > 0:
-        return 2 * precision * recall / (precision + recall)
-    return 0.0
-
-
 def _ngram_f(prediction: list[str], reference: list[str], n: int) -> float:
     predicted = Counter(zip(*(prediction[i:] for i in range(n)), strict=False))
     expected = Counter(zip(*(reference[i:] for i in range(n)), strict=False))
     overlap = sum(min(count, predicted[gram]) for gram, count in expected.items())
-    return _f_measure(overlap, predicted.total(), expected.total())
+    return overlap_f1(overlap, predicted.total(), expected.total())
 
 
 def _lcs_length(first: Sequence[str], second: Sequence[str], block: int = _LCS_BLOCK) -> int:
@@ -156,7 +148,7 @@ def _rouge_l_f(prediction: list[str], reference: list[str]) -> float:
     prediction, reference = prediction[:ROUGE_L_MAX_TOKENS], reference[:ROUGE_L_MAX_TOKENS]
     if not prediction or not reference:
         return 0.0
-    return _f_measure(_lcs_length(reference, prediction), len(prediction), len(reference))
+    return overlap_f1(_lcs_length(reference, prediction), len(prediction), len(reference))
 
 
 def rouge_scores(predictions: Sequence[str], references: Sequence[str]) -> pd.DataFrame:
@@ -359,8 +351,9 @@ def citation_scores(
     - ``citation_recall`` = distinct relevant sources among the retrieved ones that are cited /
       distinct relevant sources among the retrieved ones; NaN when no relevant source was
       retrieved (nothing could have been cited), 0.0 when some were but none is cited.
-    - ``citation_f1`` = ``2PR / (P + R)``; 0.0 when either P or R is 0 (so an uncited answer
-      with relevant sources retrieved scores 0.0); NaN when either is NaN and neither is 0.
+    - ``citation_f1`` = :func:`~rag_eval_pipeline.metrics.f1.f1` of P and R: ``2PR / (P + R)``;
+      0.0 when either P or R is 0 (so an uncited answer with relevant sources retrieved scores
+      0.0); NaN when either is NaN and neither is 0.
     - ``n_citations``: distinct cited indices; ``n_invalid_citations``: those out of range.
     """
     _check_aligned("answers", answers, "retrieved_ids", retrieved_ids)
@@ -398,13 +391,10 @@ def _citation_row(
         if relevant_retrieved
         else math.nan
     )
-    return (precision, recall, _f1(precision, recall), len(cited), len(cited) - len(valid))
-
-
-def _f1(precision: float, recall: float) -> float:
-    """``2PR / (P + R)``; 0.0 when either is 0; NaN when either is NaN and neither is 0."""
-    if precision == 0 or recall == 0:
-        return 0.0
-    if math.isnan(precision) or math.isnan(recall):
-        return math.nan
-    return 2 * precision * recall / (precision + recall)
+    return (
+        precision,
+        recall,
+        f1(precision, recall, if_undefined=math.nan),
+        len(cited),
+        len(cited) - len(valid),
+    )

@@ -27,6 +27,9 @@ PALETTE = (
     "#17becf",
     "#7f7f7f",
 )
+# Past the palette, the same hues again with these dash patterns (SVG `stroke-dasharray`):
+# dashed, dotted, dash-dot, long dash; a reader, colour-blind or not, tells them apart by shape.
+DASHES = ("", "7 4", "2 3", "9 3 2 3", "14 4")
 REGRESSION_COLOR = "#d62728"
 CI_LEGEND_COLOR = "#8a94a6"
 # A tick label's width: at most this many px per character at the charts' 12.5 px font (digits,
@@ -51,6 +54,24 @@ Point = tuple[float, float]
 
 
 @dataclass(frozen=True)
+class SeriesStyle:
+    """How a series is stroked: a palette colour and a dash pattern ("" for a solid line)."""
+
+    color: str
+    dash: str = ""
+
+
+def series_style(index: int) -> SeriesStyle:
+    """The `index`-th style (from 0), distinct for every index: the palette's colours solid,
+    then each colour again per dash pattern of `DASHES` (50 styles), then dash-dot patterns
+    with a dash of 3, 4, ... px (distinct, but more than 50 series in one chart are hard to
+    tell apart whatever the style)."""
+    round_, color = divmod(index, len(PALETTE))
+    dash = DASHES[round_] if round_ < len(DASHES) else f"{round_ - len(DASHES) + 3} 2 1 2"
+    return SeriesStyle(PALETTE[color], dash)
+
+
+@dataclass(frozen=True)
 class Series:
     """One line of a trend chart: values (and CI bounds, NaN when absent) by ISO date."""
 
@@ -61,6 +82,7 @@ class Series:
     ci_low: Sequence[float]
     ci_high: Sequence[float]
     regressions: Mapping[str, str] = field(default_factory=dict)  # date → tooltip
+    dash: str = ""  # the line's dash pattern (`SeriesStyle`), "" for solid
 
 
 @dataclass(frozen=True)
@@ -102,6 +124,7 @@ class SeriesDrawing:
     ci: list[CiShape]
     lines: list[list[Point]]
     marks: list[Mark]
+    dash: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,6 +136,7 @@ class LegendEntry:
     kind: str
     x: float
     y: float
+    dash: str = ""
 
 
 @dataclass(frozen=True)
@@ -145,6 +169,7 @@ class Sparkline:
     dots: list[Point]
     width: int = SPARK_WIDTH
     height: int = SPARK_HEIGHT
+    dash: str = ""
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -275,30 +300,30 @@ def _drawing(
         regression = day in s.regressions
         tooltip = s.regressions[day] if regression else tip
         marks.append(Mark(day, x_of(day), y_of(s.values[i]), tooltip, regression))
-    return SeriesDrawing(s.label, s.color, ci, lines, marks)
+    return SeriesDrawing(s.label, s.color, ci, lines, marks, s.dash)
 
 
-def _legend_items(series: Sequence[Series]) -> list[tuple[str, str, str]]:
-    """(label, colour, swatch kind): each series, then the CI band and the regression mark
-    when the chart has them."""
-    items = [(s.label, s.color, "line") for s in series]
+def _legend_items(series: Sequence[Series]) -> list[tuple[str, str, str, str]]:
+    """(label, colour, swatch kind, dash): each series, then the CI band and the regression
+    mark when the chart has them."""
+    items = [(s.label, s.color, "line", s.dash) for s in series]
     if any(math.isfinite(v) for s in series for v in s.ci_low):
-        items.append(("95% CI", CI_LEGEND_COLOR, "band"))
+        items.append(("95% CI", CI_LEGEND_COLOR, "band", ""))
     if any(s.regressions for s in series):
-        items.append(("regression", REGRESSION_COLOR, "dot"))
+        items.append(("regression", REGRESSION_COLOR, "dot", ""))
     return items
 
 
 def _legend(
-    items: Sequence[tuple[str, str, str]], left: int, top: int, right: int
+    items: Sequence[tuple[str, str, str, str]], left: int, top: int, right: int
 ) -> list[LegendEntry]:
     """Legend entries laid out in rows from (`left`, `top`), wrapping before `right`."""
     entries, x, y = [], float(left), float(top)
-    for label, color, kind in items:
+    for label, color, kind, dash in items:
         item_width = LEGEND_SWATCH + LEGEND_CHAR_PX * len(label) + LEGEND_GAP
         if x > left and x + item_width > right:
             x, y = float(left), y + LEGEND_ROW
-        entries.append(LegendEntry(label, color, kind, x, y))
+        entries.append(LegendEntry(label, color, kind, x, y, dash))
         x += item_width
     return entries
 
@@ -309,12 +334,13 @@ def sparkline(
     label: str,
     color: str = PALETTE[0],
     series: str = "",
+    dash: str = "",
 ) -> Sparkline:
-    """A sparkline of `values` (oldest first) in `color`, red dots where `marked`; no points
-    with fewer than two known values."""
+    """A sparkline of `values` (oldest first) in `color` and `dash`, red dots where `marked`;
+    no points with fewer than two known values."""
     finite = [v for v in values if math.isfinite(v)]
     if len(finite) < 2:
-        return Sparkline(label, color, series, [], [])
+        return Sparkline(label, color, series, [], [], dash=dash)
     low, high = min(finite), max(finite)
     span = (high - low) or 1.0
     step = (SPARK_WIDTH - 2 * SPARK_PAD) / (len(values) - 1)
@@ -332,4 +358,5 @@ def sparkline(
         series,
         [p for p, ok in zip(points, known, strict=True) if ok],
         [p for p, ok, m in zip(points, known, marked, strict=True) if ok and m],
+        dash=dash,
     )

@@ -54,9 +54,11 @@ from rag_eval_pipeline.reporting.charts import (
     TICK_CHAR_PX,
     LineChart,
     Series,
+    SeriesStyle,
     Sparkline,
     line_chart,
     nice_ticks,
+    series_style,
     sparkline,
 )
 from rag_eval_pipeline.reporting.formats import (
@@ -98,7 +100,7 @@ __all__ = [
     "model_bridge_html",
     "nice_ticks",
     "render_report",
-    "series_colors",
+    "series_styles",
     "sparkline_svg",
 ]
 
@@ -173,8 +175,8 @@ def line_chart_svg(
 
 def sparkline_svg(values: Sequence[float], marked: Sequence[bool], label: str, **style: str) -> str:
     """A 96×22 inline SVG line of `values` (oldest first), red dots where `marked`; `style`:
-    its `color` (the system `series`'s colour in every chart, `series_colors`) and `series`
-    (`charts.sparkline`). A muted `—` with fewer than two known values."""
+    its `color` and `dash` (the system `series`'s style in every chart, `series_styles`) and
+    `series` (`charts.sparkline`). A muted `—` with fewer than two known values."""
     return render_macro("charts.svg.j2", "sparkline", sparkline(values, marked, label, **style))
 
 
@@ -197,7 +199,7 @@ def regression_marks(data: ReportData) -> dict[tuple[str, str, str, str], str]:
 
 
 def trend_series(
-    history: pd.DataFrame, metric: str, colors: Mapping[str, str], marks: Marks
+    history: pd.DataFrame, metric: str, styles: Mapping[str, SeriesStyle], marks: Marks
 ) -> list[Series]:
     """One series per (tier, system) of `metric`; labelled by system (tier too if ambiguous)."""
     rows = history[history["metric"] == metric].sort_values("date")
@@ -208,7 +210,8 @@ def trend_series(
         series.append(
             Series(
                 label=label,
-                color=colors.get(str(system), PALETTE[0]),
+                color=styles[str(system)].color,
+                dash=styles[str(system)].dash,
                 dates=list(group["date"]),
                 values=group["value"].astype(float).tolist(),
                 ci_low=group["ci_low"].astype(float).tolist(),
@@ -223,31 +226,32 @@ def trend_series(
     return series
 
 
-def series_colors(history: pd.DataFrame) -> dict[str, str]:
-    """System → its colour in every chart (trend charts and sparklines). Systems drawn in the
-    same chart (the same metric) get different colours while the palette lasts: greedy, in name
-    order, each takes the first colour none of its chart-mates has (the first one when all are
-    taken)."""
+def series_styles(history: pd.DataFrame) -> dict[str, SeriesStyle]:
+    """System → its colour and dash pattern in every chart (trend charts and sparklines).
+    Systems drawn in the same chart (the same metric) never share a style: greedy, in name
+    order, each takes the first style (`series_style` 0, 1, ...: the palette's colours solid,
+    then dashed, dotted, ...) none of its chart-mates has. The same history gives the same
+    styles."""
     charts = [set(g.astype(str)) for _, g in history.groupby("metric")["system"]]
-    colors: dict[str, str] = {}
+    styles: dict[str, int] = {}
     for system in sorted(set(history["system"].astype(str))):
-        taken = {colors[o] for chart in charts if system in chart for o in chart if o in colors}
-        colors[system] = next((c for c in PALETTE if c not in taken), PALETTE[0])
-    return colors
+        taken = {styles[o] for chart in charts if system in chart for o in chart if o in styles}
+        styles[system] = next(i for i in range(len(taken) + 1) if i not in taken)
+    return {system: series_style(index) for system, index in styles.items()}
 
 
 def trend_figures(data: ReportData) -> list[Figure]:
     """A chart per headline metric present in the history, then per other primary metric."""
     if data.history.empty:
         return []
-    colors = series_colors(data.history)
+    styles = series_styles(data.history)
     marks = regression_marks(data)
     present = set(data.history["metric"])
     primary = data.history.get("role", pd.Series("", index=data.history.index)).eq(PRIMARY)
     also = sorted(set(data.history.loc[primary, "metric"]) - set(data.headline_metrics))
     figures = []
     for metric in (m for m in (*data.headline_metrics, *also) if m in present):
-        series = trend_series(data.history, metric, colors, marks)
+        series = trend_series(data.history, metric, styles, marks)
         rows = data.history.loc[data.history["metric"] == metric, "higher_is_better"]
         chart = line_chart(f"{metric} by date ({data.version})", series)
         figures.append(Figure(metric, not bool(rows.iloc[0]), chart))
@@ -262,15 +266,17 @@ def sparklines(data: ReportData) -> dict[tuple[str, str, str], Sparkline]:
     history = history[history["role"] == PRIMARY]
     dates = sorted(set(data.history["date"]))
     marks = regression_marks(data)
-    colors = series_colors(data.history)
+    styles = series_styles(data.history)
     lines = {}
     for (tier, system, metric), group in history.groupby(["tier", "system", "metric"]):
         by_date = dict(zip(group["date"], group["value"].astype(float), strict=True))
         values = [by_date.get(day, math.nan) for day in dates]
         marked = [(day, tier, system, metric) in marks for day in dates]
         label = f"{metric} of {system}, {dates[0]} to {dates[-1]}"
-        color = colors.get(str(system), PALETTE[0])
-        lines[(tier, system, metric)] = sparkline(values, marked, label, color, str(system))
+        style = styles[str(system)]
+        lines[(tier, system, metric)] = sparkline(
+            values, marked, label, style.color, str(system), style.dash
+        )
     return lines
 
 

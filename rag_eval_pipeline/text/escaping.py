@@ -10,6 +10,8 @@ sink calls it on every untrusted value:
   break cannot end it, and HTML or markdown syntax is shown as text.
 - `terminal_text`: control characters (C0 but tab and newline, DEL, C1), which drive the
   terminal through escape sequences, are shown as `\\xNN` escapes.
+- `one_line_text`: a file path or name displayed on one line (Dagster path metadata): every
+  control character, tab and line break included, is shown as an escape.
 - `html_text`: `&`, `<`, `>`, `"` and `'` as entities (text and attribute values).
 - `xml_text`: `&`, `<`, `>` as entities, for text between the XML-like tags of an LLM prompt:
   a value cannot close its tag or open another.
@@ -46,6 +48,7 @@ _MARKDOWN = str.maketrans(
 _EMPHASIS_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 _LINE_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x85\u2028\u2029]")
 _TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _INVISIBLE = re.compile(r"[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 
 
@@ -70,6 +73,13 @@ def terminal_text(value: object) -> str:
     """`value` with every terminal control character shown as a `\\xNN` escape and every
     invisible character as a `\\uNNNN` escape."""
     return _TERMINAL_CONTROL.sub(_escape_control, visible_text(value))
+
+
+def one_line_text(value: object) -> str:
+    """`value` with every control character (C0 with tab and line feed, DEL, C1), line and
+    paragraph separator (U+2028, U+2029) and invisible character shown as a `\\xNN` or `\\uNNNN`
+    escape: a path without any comes back unchanged."""
+    return _ANY_CONTROL.sub(_escape_control, visible_text(value))
 
 
 def _escape_control(match: re.Match[str]) -> str:

@@ -9,7 +9,12 @@ from rag_eval_pipeline.defs.comparison import asset
 from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.shared.metadata import headline_metadata, markdown_table, text_metadata
+from rag_eval_pipeline.defs.shared.metadata import (
+    headline_metadata,
+    markdown_table,
+    path_metadata,
+    text_metadata,
+)
 from rag_eval_pipeline.defs.shared.resources import (
     EmbedderResource,
     LLMResource,
@@ -133,7 +138,7 @@ def system_comparison(
             "baseline": text_metadata(plan.baseline),
             **winner_metadata(comparison, plan.baseline),
             "variants": text_metadata(", ".join(v.name for v in plan.variants)),
-            "variants_file": MetadataValue.path(str(path)),
+            "variants_file": path_metadata(path),
             "result_cache": text_metadata(cache_status),
             "n_questions": MetadataValue.int(len(dataset.queries)),
             "comparison": MetadataValue.md(markdown_table(comparison, max_rows=400)),

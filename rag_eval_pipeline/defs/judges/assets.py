@@ -8,7 +8,12 @@ from rag_eval_pipeline.defs.dataset.assets import DatasetTables, as_dataset
 from rag_eval_pipeline.defs.judges import asset
 from rag_eval_pipeline.defs.runs.pools import LLM_JUDGE_POOL
 from rag_eval_pipeline.defs.shared.llm_metadata import llm_usage_metadata
-from rag_eval_pipeline.defs.shared.metadata import markdown_table, summary_metadata, text_metadata
+from rag_eval_pipeline.defs.shared.metadata import (
+    markdown_table,
+    path_metadata,
+    summary_metadata,
+    text_metadata,
+)
 from rag_eval_pipeline.defs.shared.partitions import partition_parts
 from rag_eval_pipeline.defs.shared.resources import EmbedderResource, LLMResource
 from rag_eval_pipeline.defs.shared.skipping import skipped
@@ -244,7 +249,7 @@ def rater_export(
         {
             f"n_unjudged_top_{config.judged_k}": MetadataValue.int(n_unjudged),
             "n_qrels_tasks": MetadataValue.int(len(qrels_tasks)),
-            "qrels_csv_path": MetadataValue.path(str(qrels_path)),
+            "qrels_csv_path": path_metadata(qrels_path),
         }
     )
     if e2e_generations.empty:
@@ -255,7 +260,7 @@ def rater_export(
     context.add_output_metadata(
         {
             "n_tasks": MetadataValue.int(len(tasks)),
-            "csv_path": MetadataValue.path(str(path)),
+            "csv_path": path_metadata(path),
             "raters": text_metadata(", ".join(config.raters)),
         }
     )

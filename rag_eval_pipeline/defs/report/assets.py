@@ -14,7 +14,12 @@ from dagster import AssetExecutionContext, Config, MetadataValue
 from rag_eval_pipeline.defs.report import asset
 from rag_eval_pipeline.defs.runs.partition_lock import versions_in_progress
 from rag_eval_pipeline.defs.scorecard.assets import HEADLINE_METRICS
-from rag_eval_pipeline.defs.shared.metadata import text_metadata
+from rag_eval_pipeline.defs.shared.metadata import (
+    path_metadata,
+    path_url,
+    text_metadata,
+    url_metadata,
+)
 from rag_eval_pipeline.defs.shared.partitions import partition_parts
 from rag_eval_pipeline.defs.shared.resources import BaselineResource, WarehouseResource
 from rag_eval_pipeline.evaluation.headline import REGRESSION
@@ -80,13 +85,13 @@ def evaluation_report(
     )
     context.add_output_metadata(
         {
-            "report_path": MetadataValue.path(str(path)),
-            "report_url": MetadataValue.url(path.as_uri()),
+            "report_path": path_metadata(path),
+            "report_url": url_metadata(path),
             "summary": MetadataValue.md(
                 f"**{markdown_cell(version)} · {day}**: {len(metrics)} metrics, "
                 f"{n_attention} of the system's below their band, "
                 f"against {against}: {markdown_cell(told.text)}. "
-                f"[Open the report]({path.as_uri()})"
+                f"[Open the report]({path_url(path)})"
             ),
             "headline": text_metadata(told.text),
             "n_alerts": MetadataValue.int(told.n_alerts),

@@ -2,15 +2,21 @@
 
 Every text that reaches the UI goes through one escaping rule per kind: markdown through
 `markdown_cell`, plain text and the names of plotted floats through `visible_text` (a file name,
-system or variant name with a bidi control or zero-width character is shown as `\\uNNNN`)."""
+system or variant name with a bidi control or zero-width character is shown as `\\uNNNN`), a
+displayed file path through `one_line_text`, a link to a file percent-encoded (`path_url`)."""
 
 import math
+import os
 from collections.abc import Collection, Mapping
+from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 from dagster import MetadataValue
+from upath import UPath
 
-from rag_eval_pipeline.text.escaping import markdown_cell, visible_text
+from rag_eval_pipeline.storage.objects import is_local
+from rag_eval_pipeline.text.escaping import markdown_cell, one_line_text, visible_text
 
 
 def _format(value: object) -> str:
@@ -38,6 +44,30 @@ def markdown_table(frame: pd.DataFrame, max_rows: int = 60) -> str:
 def text_metadata(value: object) -> MetadataValue:
     """Plain-text metadata (`MetadataValue.text`) with invisible characters shown as escapes."""
     return MetadataValue.text(visible_text(value))
+
+
+def path_metadata(path: os.PathLike[str] | str) -> MetadataValue:
+    """A written file's path (`MetadataValue.path`, shown with a copy button): the real path,
+    unless it holds a control, line break, bidi or zero-width character (from a data folder or
+    a version name), which is displayed as an escape (`one_line_text`) instead: the UI never
+    shows a reordered, multi-line or look-alike path. `path_url` always reaches the real file."""
+    return MetadataValue.path(one_line_text(os.fspath(path)))
+
+
+def path_url(path: UPath | Path) -> str:
+    """The URL of a written file, percent-encoded as UTF-8: a local file's `file://` URL
+    (`Path.as_uri`), an object's `<protocol>://<bucket>/<key>` with every character of the
+    bucket and key but `/` and `A-Za-z0-9_.-~` quoted (`urllib.parse.quote`). No control, bidi,
+    invisible character, space or parenthesis stays raw, so it is one token in a link and in a
+    markdown link target, and it decodes back to the real path."""
+    if not isinstance(path, UPath) or is_local(path):
+        return Path(path).as_uri()
+    return f"{path.protocol}://{quote(path.path, safe='/')}"
+
+
+def url_metadata(path: UPath | Path) -> MetadataValue:
+    """A link to a written file (`MetadataValue.url` of `path_url`)."""
+    return MetadataValue.url(path_url(path))
 
 
 def headline_metadata(values: Mapping[str, float]) -> dict[str, MetadataValue]:

@@ -21,6 +21,7 @@ from rag_eval_pipeline.judges.replies import RubricReply, parse_rubric, rubric
 from rag_eval_pipeline.judges.spec import JudgedMetric, Problems, Texts
 from rag_eval_pipeline.llm.prompts import Messages, PromptTemplate
 from rag_eval_pipeline.metrics.bounds import MAX_JUDGED_CHARS
+from rag_eval_pipeline.metrics.f1 import overlap_f1
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.judges.offline import OfflineJudge
@@ -67,10 +68,7 @@ def token_f1(prediction: str, reference: str) -> float:
     predicted = word_tokens(prediction[:MAX_JUDGED_CHARS])
     expected = word_tokens(reference[:MAX_JUDGED_CHARS])
     overlap = sum((Counter(predicted) & Counter(expected)).values())
-    if overlap == 0:
-        return 0.0
-    precision, recall = overlap / len(predicted), overlap / len(expected)
-    return 2 * precision * recall / (precision + recall)
+    return overlap_f1(overlap, len(predicted), len(expected))
 
 
 def heuristic_row(
