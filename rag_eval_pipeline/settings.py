@@ -22,6 +22,11 @@ DATASETS_MIRROR = Path(
 )
 CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
 STAGED_URL = os.environ.get("RAG_EVAL_STAGED", f"{CACHE_URL.rstrip('/')}/staged")
+# staged copies not used for this many days are deleted (`storage.stage_entries`)
+STAGED_KEEP_DAYS = float(os.environ.get("RAG_EVAL_STAGED_KEEP_DAYS", "7"))
+# how long an unpublished or superseded generation under the stage is kept (a writer may still
+# be uploading it, a reader still reading it)
+STAGED_GRACE_S = float(os.environ.get("RAG_EVAL_STAGED_GRACE_S", "3600"))
 REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 

@@ -29,7 +29,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -85,20 +85,35 @@ def _writer_ended(name: str) -> bool:
     return process_ended(int(writer["pid"]), writer["start"])
 
 
-def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
-    """Delete hidden temporary siblings of `target` (files or folders) left by writers that
-    ended (`_writer_ended`), or older than `older_than_s` when their writer is unknown."""
+def stale_temporaries(
+    leftovers: Iterable[Path], older_than_s: float = STALE_TEMPORARY_S
+) -> list[Path]:
+    """The hidden temporaries among `leftovers` (files or folders) that no live writer owns: their
+    writer ended (`_writer_ended`), or, when it is unknown or of another host, they are older
+    than `older_than_s`."""
     cutoff = time.time() - older_than_s
-    for leftover in target.parent.glob(f".{target.name}.*.tmp*"):
+    stale = []
+    for leftover in leftovers:
         try:
-            if not _writer_ended(leftover.name) and leftover.lstat().st_mtime >= cutoff:
-                continue
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
+            if _writer_ended(leftover.name) or leftover.lstat().st_mtime < cutoff:
+                stale.append(leftover)
         except FileNotFoundError:
             continue
+    return stale
+
+
+def remove_path(path: Path) -> None:
+    """Delete the file or folder `path` (gone already is fine)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
+    """Delete the stale (`stale_temporaries`) hidden temporary siblings of `target`."""
+    for leftover in stale_temporaries(target.parent.glob(f".{target.name}.*.tmp*"), older_than_s):
+        remove_path(leftover)
 
 
 def write_atomically(path: UPath, write: Callable[[BinaryIO], None]) -> None:

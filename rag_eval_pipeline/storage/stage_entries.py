@@ -1,0 +1,251 @@
+"""Entries under a stage root (`RAG_EVAL_STAGED`): their last use, and the rule that deletes
+what no reader needs any more.
+
+An *entry* is a folder `<root>/<name>/` published by a manifest, a `_*.json` file written last
+(`_staged.json` for a version's staged interactions, `datasets.staged_logs`); a manifest's
+`"generation"`, when it has one, names the `generation-*` folder it publishes. Whatever writes
+entries under the root follows that layout and calls `mark_used` before it reads a manifest:
+the entry's `_used` marker is then rewritten when it is older than `USED_REFRESH_S` (an hour),
+so a reader costs at most one tiny write an hour per entry.
+
+`prune_stage` deletes:
+
+- the hidden temporaries (`.*.tmp*`) of a local root that no live writer owns, by the Parquet
+  writer's rule (`objects.stale_temporaries`: a writer of this host whose process ended at
+  once, one of another host past `STALE_TEMPORARY_S`);
+- an entry not used for `keep_s` (its last use: `_used`, else its manifest's time);
+- in a published entry, every `generation-*` its manifest does not name (on an object store a
+  writer that lost the race to publish, or was killed uploading), once the newest of its files
+  and the entry's last use are older than `grace_s`;
+- in a folder without a readable manifest (an upload in progress or abandoned, a truncated
+  manifest), every child older than `grace_s`.
+
+A reader handed an entry at time t is never left without it before t + `grace_s`. It refreshed
+`_used` before reading the manifest, so `_used` ≥ t − `USED_REFRESH_S`, and an entry goes only
+when its last use is older than `keep_s`, never taken below `USED_REFRESH_S + grace_s`. A
+pruner that saw an old marker first withdraws the manifest (no reader is handed the entry any
+more), then reads the marker again: a reader that read the manifest before it went had
+refreshed the marker before that, so the pruner puts the manifest back and keeps the entry.
+A generation the manifest does not name was never handed out (an object store's manifest is
+written create-only, the first writer wins) unless a put-back lost to a new writer; its age
+counts from the entry's last use too. Locally, publishing and pruning take turns on the root's
+lock (`parquet.folder_lock` in this machine's locks folder, as the Parquet writer's default);
+on an object store only the order above holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from upath import UPath
+
+from rag_eval_pipeline.storage.machine import cache_write
+from rag_eval_pipeline.storage.objects import (
+    is_local,
+    read_snapshot,
+    remove_path,
+    stale_temporaries,
+    temporary_prefix,
+)
+from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX, folder_lock, machine_locks
+
+USED_MARKER = "_used"
+USED_REFRESH_S = 3600.0
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A path `prune_stage` removed (or, in a dry run, would remove), why, and its size."""
+
+    path: str
+    reason: str
+    num_bytes: int
+
+
+def mark_used(entry: UPath) -> None:
+    """Record that a reader uses `entry` now: rewrite its `_used` marker unless it is younger
+    than `USED_REFRESH_S`. A marker that cannot be written (a read-only cache) is one warning."""
+    marker = entry / USED_MARKER
+    with cache_write("the staged copies' use marker", marker):
+        try:
+            if time.time() - _modified(marker.fs.info(marker.path)) < USED_REFRESH_S:
+                return
+        except FileNotFoundError:
+            pass
+        try:
+            if is_local(marker):
+                with open(marker.path, "ab"):
+                    pass
+                os.utime(marker.path)
+            else:
+                marker.fs.pipe_file(marker.path, b"")
+        except FileNotFoundError:  # the entry was removed meanwhile, with its manifest
+            pass
+
+
+@contextlib.contextmanager
+def stage_lock(root: UPath) -> Iterator[None]:
+    """Held while publishing into or pruning a local `root`: the Parquet writer's folder lock
+    (`parquet.folder_lock`) in this machine's locks folder; nothing on an object store."""
+    if not is_local(root):
+        yield
+        return
+    with folder_lock(Path(root.path), machine_locks()):
+        yield
+
+
+def prune_stage(
+    root: UPath, keep_s: float, grace_s: float, *, dry_run: bool = False
+) -> list[Removal]:
+    """Delete what no reader needs under `root` (see the module); return what was removed (with
+    `dry_run`, what would be, and nothing is)."""
+    if not root.exists():
+        return []
+    keep_s = max(keep_s, USED_REFRESH_S + grace_s)
+    removals = _local_temporaries(root, dry_run) if is_local(root) else []
+    with stage_lock(root):
+        for info in root.fs.ls(root.path, detail=True):
+            name = PurePosixPath(info["name"]).name
+            if info["type"] != "directory" or name.startswith("."):
+                continue
+            with contextlib.suppress(FileNotFoundError):  # another pruner was faster
+                removals += _prune_entry(root / name, keep_s, grace_s, dry_run)
+    return removals
+
+
+def _local_temporaries(root: UPath, dry_run: bool) -> list[Removal]:
+    """The writers' leftovers in a local `root`, removed unless `dry_run`."""
+    removals = []
+    for leftover in stale_temporaries(Path(root.path).glob(".*.tmp*")):
+        size = root.fs.du(str(leftover), total=True)
+        removals.append(Removal(str(leftover), "a writer's leftover, its writer gone", size))
+        if not dry_run:
+            remove_path(leftover)
+    return removals
+
+
+def _prune_entry(entry: UPath, keep_s: float, grace_s: float, dry_run: bool) -> list[Removal]:
+    """Apply the rule to one entry (see the module)."""
+    children = {PurePosixPath(i["name"]).name: i for i in entry.fs.ls(entry.path, detail=True)}
+    trees = {name: _tree(entry / name, info) for name, info in children.items()}
+    manifest = next((n for n in sorted(children) if _is_manifest(n, children[n])), None)
+    published, generation = _published(entry / manifest) if manifest else (False, None)
+    now = time.time()
+    if not published:
+        stale = [n for n in children if trees[n][0] < now - grace_s]
+        if len(stale) == len(children):  # the whole folder
+            stale, trees[""] = [""], (0.0, sum(size for _, size in trees.values()))
+        return _remove(entry, stale, trees, "not published, older than the grace", dry_run)
+    assert manifest is not None
+    used = _modified(children.get(USED_MARKER) or children[manifest])
+    if used < now - keep_s:
+        return _remove_unused(entry, manifest, used, trees, dry_run)
+    lost = [
+        name
+        for name in children
+        if name.startswith(GENERATION_PREFIX)
+        and name != generation
+        and max(trees[name][0], used) < now - grace_s
+    ]
+    return _remove(entry, lost, trees, "a generation its manifest does not name", dry_run)
+
+
+def _remove_unused(
+    entry: UPath,
+    manifest: str,
+    used: float,
+    trees: Mapping[str, tuple[float, int]],
+    dry_run: bool,
+) -> list[Removal]:
+    """Remove the whole `entry`, last used at `used`, unless a reader takes it meanwhile."""
+    since = datetime.fromtimestamp(used, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    removal = Removal(entry.path, f"not used since {since}", sum(s for _, s in trees.values()))
+    if dry_run:
+        return [removal]
+    if not _withdraw(entry / manifest, entry / USED_MARKER, used):
+        return []
+    if is_local(entry):
+        remove_path(Path(entry.path))
+    else:
+        entry.fs.rm([(entry / name).path for name in trees if name != manifest], recursive=True)
+    return [removal]
+
+
+def _withdraw(manifest: UPath, marker: UPath, used: float) -> bool:
+    """Take `manifest` away, then read `marker` again: when a reader refreshed it since `used`,
+    put the manifest back and return False (see the module)."""
+    data = read_snapshot(manifest)
+    aside = None
+    if is_local(manifest):
+        target = Path(manifest.path)
+        aside = target.with_name(f"{temporary_prefix(target)}{uuid.uuid4().hex}.tmp")
+        os.rename(target, aside)
+    else:
+        manifest.fs.rm_file(manifest.path)
+    try:
+        if _modified(marker.fs.info(marker.path)) <= used:
+            return True
+    except FileNotFoundError:
+        return True
+    if aside is not None:
+        os.rename(aside, manifest.path)
+    else:
+        with contextlib.suppress(FileExistsError):  # a new writer published it meanwhile
+            manifest.fs.pipe_file(manifest.path, data, mode="create")
+    return False
+
+
+def _remove(
+    entry: UPath,
+    names: list[str],
+    trees: Mapping[str, tuple[float, int]],
+    reason: str,
+    dry_run: bool,
+) -> list[Removal]:
+    """Remove the children `names` of `entry` ("" for the entry itself) unless `dry_run`."""
+    paths = [(entry / name).path if name else entry.path for name in names]
+    if paths and not dry_run:
+        entry.fs.rm(paths, recursive=True)
+    return [Removal(path, reason, trees[name][1]) for path, name in zip(paths, names, strict=True)]
+
+
+def _is_manifest(name: str, info: Mapping) -> bool:
+    return name.startswith("_") and name.endswith(".json") and info["type"] == "file"
+
+
+def _published(manifest: UPath) -> tuple[bool, str | None]:
+    """Whether `manifest` reads as a JSON object, and the generation it names (None if none)."""
+    try:
+        found = json.loads(read_snapshot(manifest))
+    except (OSError, ValueError):
+        return False, None
+    if not isinstance(found, dict):
+        return False, None
+    generation = found.get("generation")
+    return True, generation if isinstance(generation, str) else None
+
+
+def _modified(info: Mapping) -> float:
+    """A listing entry's modification time (seconds since the epoch; 0 when it has none, as a
+    prefix on an object store)."""
+    if "mtime" in info:
+        return float(info["mtime"])
+    stamp = info.get("LastModified")
+    return stamp.timestamp() if stamp is not None else 0.0
+
+
+def _tree(path: UPath, info: Mapping) -> tuple[float, int]:
+    """The newest modification time and the total size of the files at or under `path`."""
+    if info["type"] != "directory":
+        return _modified(info), int(info.get("size") or 0)
+    found = path.fs.find(path.path, detail=True, withdirs=False).values()
+    newest = max((_modified(i) for i in found), default=_modified(info))
+    return newest, sum(int(i.get("size") or 0) for i in found)
