@@ -161,16 +161,17 @@ class LogStage:
         return published
 
 
-def read_manifest(path: UPath) -> StagedManifest | None:
-    """The manifest at `path`; None, with a warning, when it is gone or does not read (a
-    truncated or corrupt `_staged.json`: the copy counts as not staged)."""
+def read_manifest(path: UPath, *, warn: bool = True) -> StagedManifest | None:
+    """The manifest at `path`; None when it is gone or does not read (a truncated or corrupt
+    `_staged.json`: the copy counts as not staged, and `warn` says so as a warning)."""
     try:
         return StagedManifest.model_validate_json(read_snapshot(path))
     except FileNotFoundError:
         return None
-    except (ValidationError, UnicodeDecodeError) as error:
-        reason = str(error).strip().splitlines()[0]
-        _LOG.warning(f"{path} does not read ({reason}): the copy is staged again")
+    except ValidationError as error:
+        if warn:
+            reason = error.errors()[0]["msg"]
+            _LOG.warning(f"{path} does not read ({reason}): the copy is staged again")
         return None
 
 
@@ -212,7 +213,7 @@ def _publish_folder(built: Path, target: Path) -> None:
     except OSError:
         if not target.exists():
             raise
-    if read_manifest(storage_path(target / STAGED_MANIFEST)) is not None:
+    if read_manifest(storage_path(target / STAGED_MANIFEST), warn=False) is not None:
         return
     aside = tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     os.rename(target, Path(aside) / target.name)
@@ -226,7 +227,7 @@ def _publish_object(manifest: str, path: UPath) -> None:
     try:
         path.fs.pipe_file(path.path, manifest.encode(), mode="create")
     except FileExistsError:
-        if read_manifest(path) is None:
+        if read_manifest(path, warn=False) is None:
             write_text_atomically(manifest, path)
 
 
