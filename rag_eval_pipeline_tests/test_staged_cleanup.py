@@ -229,7 +229,7 @@ def test_a_truncated_manifest_is_a_warning_and_the_copy_is_staged_again(
 def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     tmp_path: Path, s3_server: str, s3_bucket: str
 ) -> None:
-    url, grace = f"{s3_bucket}/staged", 3.0
+    url, grace = f"{s3_bucket}/staged", 8.0
     env = {**s3_environment(s3_server), "BARRIER": "1"}
     folders = [tmp_path / "a", tmp_path / "b"]
     processes = []
@@ -241,6 +241,8 @@ def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     for folder in folders:
         (folder / "go").touch()
     outputs = [json.loads(p.communicate(timeout=120)[0]) for p in processes]
+    root: UPath = storage_path(url)
+    assert prune_stage(root, 7 * DAY_S, grace) == []  # within the grace: a writer may upload
     assert [p.returncode for p in processes] == [0, 0]
     assert outputs[0] == outputs[1]  # both were handed the winner's copy
     keys = bucket_keys(s3_server, s3_bucket)
@@ -250,13 +252,30 @@ def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     assert copy is not None and copy.folder.name == outputs[0]["generation"]
     assert copy.num_rows == DAYS * PER_DAY
     pd.testing.assert_frame_equal(in_order(copy.whole().to_pandas()), in_order(logs_frame()))
-    root: UPath = storage_path(url)
-    assert prune_stage(root, 7 * DAY_S, grace) == []  # within the grace: a writer may upload
+    abandoned = root / "k2" / "generation-killed" / "2026-11-16.parquet"  # a killed uploader's
+    abandoned.write_bytes(b"x" * 100)
     time.sleep(grace + 1.5)
     (lost,) = generations - {copy.folder.name}
-    (removal,) = prune_stage(root, 7 * DAY_S, grace)
-    assert removal.path.endswith(f"staged/k/{lost}") and removal.num_bytes > 0
+    removals = sorted(prune_stage(root, 7 * DAY_S, grace), key=lambda r: r.path)
+    assert [(r.path.split("/staged/")[1], r.num_bytes > 0) for r in removals] == [
+        (f"k/{lost}", True),
+        ("k2", True),
+    ]
     left = bucket_keys(s3_server, s3_bucket)
-    assert not [key for key in left if lost in key]
+    assert not [key for key in left if lost in key or "/k2/" in key]
     assert LogStage(storage_path(url)).find("k") == copy
     pd.testing.assert_frame_equal(in_order(copy.whole().to_pandas()), in_order(logs_frame()))
+
+
+def test_on_s3_a_pruner_puts_the_manifest_back_when_a_reader_came(s3_bucket: str) -> None:
+    """The pruner's last step on S3: the manifest withdrawn, the marker read again; a marker
+    rewritten since the pruner's look puts the manifest back (create-only), else it stays out."""
+    stage = LogStage(storage_path(f"{s3_bucket}/staged"))
+    stage_small(stage, "k")
+    copy = stage.find("k")
+    entry = storage_path(f"{s3_bucket}/staged/k")
+    manifest, marker = entry / STAGED_MANIFEST, entry / USED_MARKER
+    assert not stage_entries._withdraw(manifest, marker, time.time() - 2 * USED_REFRESH_S)
+    assert copy is not None and stage.find("k") == copy
+    assert stage_entries._withdraw(manifest, marker, time.time() + 60)
+    assert stage.find("k") is None and not manifest.exists()

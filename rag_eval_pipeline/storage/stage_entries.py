@@ -41,7 +41,7 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
@@ -125,57 +125,84 @@ def _local_temporaries(root: UPath, dry_run: bool) -> list[Removal]:
     """The writers' leftovers in a local `root`, removed unless `dry_run`."""
     removals = []
     for leftover in stale_temporaries(Path(root.path).glob(".*.tmp*")):
-        size = root.fs.du(str(leftover), total=True)
-        removals.append(Removal(str(leftover), "a writer's leftover, its writer gone", size))
+        try:
+            size = root.fs.du(str(leftover), total=True)
+        except FileNotFoundError:  # another stager removed it
+            continue
+        reason = "a writer's leftover (its writer ended, or is unknown and it is over an hour old)"
+        removals.append(Removal(str(leftover), reason, size))
         if not dry_run:
             remove_path(leftover)
     return removals
 
 
-def _prune_entry(entry: UPath, keep_s: float, grace_s: float, dry_run: bool) -> list[Removal]:
+@dataclass
+class _Entry:
+    """One folder under the stage root and its children (`ls` details), with the newest time
+    and total size of each child's files, listed only when asked (most entries need none)."""
+
+    path: UPath
+    children: dict[str, Mapping]
+    trees: dict[str, tuple[float, int]] = field(default_factory=dict)
+
+    @staticmethod
+    def listed(path: UPath) -> _Entry:
+        listing = path.fs.ls(path.path, detail=True)
+        return _Entry(path, {PurePosixPath(info["name"]).name: info for info in listing})
+
+    def tree(self, name: str) -> tuple[float, int]:
+        """The child `name`'s newest modification time and size ("": the whole entry's)."""
+        if name not in self.trees:
+            if name:
+                self.trees[name] = _tree(self.path / name, self.children[name])
+            else:
+                trees = [self.tree(child) for child in self.children]
+                self.trees[name] = (
+                    max((t for t, _ in trees), default=0.0),
+                    sum(s for _, s in trees),
+                )
+        return self.trees[name]
+
+
+def _prune_entry(path: UPath, keep_s: float, grace_s: float, dry_run: bool) -> list[Removal]:
     """Apply the rule to one entry (see the module)."""
-    children = {PurePosixPath(i["name"]).name: i for i in entry.fs.ls(entry.path, detail=True)}
-    trees = {name: _tree(entry / name, info) for name, info in children.items()}
+    entry = _Entry.listed(path)
+    children = entry.children
     manifest = next((n for n in sorted(children) if _is_manifest(n, children[n])), None)
-    published, generation = _published(entry / manifest) if manifest else (False, None)
+    published, generation = _published(path / manifest) if manifest else (False, None)
     now = time.time()
     if not published:
-        stale = [n for n in children if trees[n][0] < now - grace_s]
+        stale = [n for n in children if entry.tree(n)[0] < now - grace_s]
         if len(stale) == len(children):  # the whole folder
-            stale, trees[""] = [""], (0.0, sum(size for _, size in trees.values()))
-        return _remove(entry, stale, trees, "not published, older than the grace", dry_run)
+            stale = [""]
+        return _remove(entry, stale, "not published, older than the grace", dry_run)
     assert manifest is not None
     used = _modified(children.get(USED_MARKER) or children[manifest])
     if used < now - keep_s:
-        return _remove_unused(entry, manifest, used, trees, dry_run)
+        return _remove_unused(entry, manifest, used, dry_run)
     lost = [
         name
         for name in children
         if name.startswith(GENERATION_PREFIX)
         and name != generation
-        and max(trees[name][0], used) < now - grace_s
+        and max(entry.tree(name)[0], used) < now - grace_s
     ]
-    return _remove(entry, lost, trees, "a generation its manifest does not name", dry_run)
+    return _remove(entry, lost, "a generation its manifest does not name", dry_run)
 
 
-def _remove_unused(
-    entry: UPath,
-    manifest: str,
-    used: float,
-    trees: Mapping[str, tuple[float, int]],
-    dry_run: bool,
-) -> list[Removal]:
-    """Remove the whole `entry`, last used at `used`, unless a reader takes it meanwhile."""
+def _remove_unused(entry: _Entry, manifest: str, used: float, dry_run: bool) -> list[Removal]:
+    """Remove the whole entry, last used at `used`, unless a reader takes it meanwhile."""
     since = datetime.fromtimestamp(used, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    removal = Removal(entry.path, f"not used since {since}", sum(s for _, s in trees.values()))
+    removal = Removal(entry.path.path, f"not used since {since}", entry.tree("")[1])
     if dry_run:
         return [removal]
-    if not _withdraw(entry / manifest, entry / USED_MARKER, used):
+    if not _withdraw(entry.path / manifest, entry.path / USED_MARKER, used):
         return []
-    if is_local(entry):
-        remove_path(Path(entry.path))
+    if is_local(entry.path):
+        remove_path(Path(entry.path.path))
     else:
-        entry.fs.rm([(entry / name).path for name in trees if name != manifest], recursive=True)
+        paths = [(entry.path / name).path for name in entry.children if name != manifest]
+        entry.path.fs.rm(paths, recursive=True)
     return [removal]
 
 
@@ -203,18 +230,15 @@ def _withdraw(manifest: UPath, marker: UPath, used: float) -> bool:
     return False
 
 
-def _remove(
-    entry: UPath,
-    names: list[str],
-    trees: Mapping[str, tuple[float, int]],
-    reason: str,
-    dry_run: bool,
-) -> list[Removal]:
+def _remove(entry: _Entry, names: list[str], reason: str, dry_run: bool) -> list[Removal]:
     """Remove the children `names` of `entry` ("" for the entry itself) unless `dry_run`."""
-    paths = [(entry / name).path if name else entry.path for name in names]
-    if paths and not dry_run:
-        entry.fs.rm(paths, recursive=True)
-    return [Removal(path, reason, trees[name][1]) for path, name in zip(paths, names, strict=True)]
+    removals = [
+        Removal((entry.path / name).path if name else entry.path.path, reason, entry.tree(name)[1])
+        for name in names
+    ]
+    if removals and not dry_run:
+        entry.path.fs.rm([removal.path for removal in removals], recursive=True)
+    return removals
 
 
 def _is_manifest(name: str, info: Mapping) -> bool:
