@@ -3,8 +3,9 @@
 A stager killed mid-stage (a real process, SIGKILL) leaves a temporary named for it, which the
 next stager removes; another host's only past the age bound. A copy not used for the keep time
 goes, one a reader found stays, and a reader that read the manifest while a pruner was removing
-the copy keeps it whole. Two processes staging one key on S3 (moto's server) at the same
-instant publish one whole copy, and the losing generation goes once the grace is over. A
+the copy keeps it whole; any folder published by a manifest follows the rule. Two processes
+staging one key on S3 (moto's server) at the same instant publish one whole copy (the only one
+a polling reader is ever handed), and the losing generation goes once the grace is over. A
 truncated `_staged.json` is a warning and a copy staged again. `rag-eval cache prune` prints
 what it removed and the bytes freed.
 """
@@ -17,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -42,7 +44,7 @@ WORKTREE = Path(__file__).resolve().parents[1]
 
 # A stager in its own process: stages `frame.parquet` under KEY at the stage ROOT, in two chunks.
 # With HANG, it stops mid-stage (its temporary folder written) and waits to be killed; with
-# BARRIER, it says it is ready and waits for the file `go` before it stages.
+# BARRIER, it says it is ready and waits for that file to appear before it stages.
 STAGER = """
 import json, os, sys, time
 from pathlib import Path
@@ -62,7 +64,7 @@ def chunks():
 
 if os.environ.get("BARRIER"):
     (folder / f"ready-{os.getpid()}").touch()
-    while not (folder / "go").exists():
+    while not Path(os.environ["BARRIER"]).exists():
         time.sleep(0.001)
 copy = LogStage(storage_path(root)).stage(key, chunks())
 print(json.dumps({"generation": copy.folder.name, "num_rows": copy.num_rows}))
@@ -159,6 +161,34 @@ def test_a_copy_unused_past_the_keep_time_goes_and_a_found_one_stays(
     assert stage.find("old") is None
 
 
+def test_any_entry_with_a_manifest_follows_the_rule(tmp_path: Path) -> None:
+    """Not only staged logs: any folder under the stage published by a `_*.json` manifest (a
+    parse cache, say) goes when unused; a folder whose manifest does not read is unpublished and
+    goes once older than the grace."""
+    root = tmp_path / "stage"
+    files = {
+        "parsed-old": {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
+        "parsed-used": {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
+        "broken-old": {"_staged.json": b'{"gener', "generation-a/2026-11-16.parquet": b"x" * 70},
+        "broken-young": {"_staged.json": b'{"gener', "generation-b/2026-11-16.parquet": b"x"},
+    }
+    for entry, contents in files.items():
+        for name, data in contents.items():
+            (root / entry / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / entry / name).write_bytes(data)
+            if entry != "broken-young":
+                age(root / entry / name, 8 * DAY_S)
+    stage_entries.mark_used(storage_path(root / "parsed-used"))
+    removals = prune_stage(storage_path(root), 7 * DAY_S, 3600.0)
+    assert sorted(
+        (Path(r.path).name, r.reason.split(" since")[0], r.num_bytes) for r in removals
+    ) == [
+        ("broken-old", "not published, older than the grace", 77),
+        ("parsed-old", "not used", 312),
+    ]
+    assert sorted(p.name for p in root.iterdir()) == ["broken-young", "parsed-used"]
+
+
 def test_the_use_marker_is_written_at_most_once_an_hour(tmp_path: Path) -> None:
     root = tmp_path / "stage"
     stage = LogStage(storage_path(root))
@@ -226,11 +256,23 @@ def test_a_truncated_manifest_is_a_warning_and_the_copy_is_staged_again(
     assert stage.find(first.folder.parent.name) == again
 
 
+def read_until_done(url: str, processes: list[subprocess.Popen], seen: list) -> None:
+    """A reader polling for the copy while the writers run: each copy it is handed, read whole."""
+    stage = LogStage(storage_path(url))
+    running = True
+    while running:
+        running = any(p.poll() is None for p in processes)  # one more look once they ended
+        found = stage.find("k")
+        if found is not None:
+            seen.append((found.folder.name, len(found.whole().to_pandas())))
+        time.sleep(0.02)
+
+
 def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     tmp_path: Path, s3_server: str, s3_bucket: str
 ) -> None:
-    url, grace = f"{s3_bucket}/staged", 8.0
-    env = {**s3_environment(s3_server), "BARRIER": "1"}
+    url, grace, barrier = f"{s3_bucket}/staged", 8.0, tmp_path / "go"
+    env = {**s3_environment(s3_server), "BARRIER": str(barrier)}
     folders = [tmp_path / "a", tmp_path / "b"]
     processes = []
     for folder in folders:
@@ -238,11 +280,15 @@ def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
         processes.append(stager(url, "k", folder, **env))
     for folder, process in zip(folders, processes, strict=True):
         wait_for(folder / f"ready-{process.pid}")
-    for folder in folders:
-        (folder / "go").touch()
+    seen: list[tuple[str, int]] = []
+    reader = threading.Thread(target=read_until_done, args=(url, processes, seen))
+    reader.start()
+    barrier.touch()
     outputs = [json.loads(p.communicate(timeout=120)[0]) for p in processes]
+    reader.join()
     root: UPath = storage_path(url)
     assert prune_stage(root, 7 * DAY_S, grace) == []  # within the grace: a writer may upload
+    assert set(seen) == {(outputs[0]["generation"], DAYS * PER_DAY)}  # one whole copy, ever
     assert [p.returncode for p in processes] == [0, 0]
     assert outputs[0] == outputs[1]  # both were handed the winner's copy
     keys = bucket_keys(s3_server, s3_bucket)
