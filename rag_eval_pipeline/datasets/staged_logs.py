@@ -18,7 +18,7 @@ a copy not staged: a warning, and the next writer replaces it.
 
 Each publication then applies the stage's cleanup rule (`storage.stage_entries.prune_stage`:
 copies unused for `RAG_EVAL_STAGED_KEEP_DAYS`, dead writers' leftovers, unpublished
-generations past `RAG_EVAL_STAGED_GRACE_S`); `find` records each use (`mark_used`).
+generations past `RAG_EVAL_STAGED_GRACE_S`); `find` records each use (`read_published`).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from rag_eval_pipeline.storage.objects import (
     write_text_atomically,
 )
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
-from rag_eval_pipeline.storage.stage_entries import mark_used, prune_stage, stage_lock
+from rag_eval_pipeline.storage.stage_entries import prune_stage, read_published, stage_lock
 
 STAGED_MANIFEST = "_staged.json"
 UNDATED = "undated"
@@ -124,12 +124,9 @@ class LogStage:
 
     def find(self, key: str) -> StagedLogs | None:
         """The staged copy named `key`, or None when none was published (or its manifest does
-        not read: a warning, and the copy is staged again). Records the use (`mark_used`)."""
-        manifest = self.root / key / STAGED_MANIFEST
-        if not manifest.exists():
-            return None
-        mark_used(self.root / key)
-        found = read_manifest(manifest)
+        not read: a warning, and the copy is staged again). Records the use (`read_published`)."""
+        data = read_published(self.root / key, STAGED_MANIFEST)
+        found = None if data is None else parse_manifest(data, self.root / key / STAGED_MANIFEST)
         if found is None:
             return None
         return StagedLogs(self.root / key / found.generation, found.num_rows, tuple(found.days))
@@ -161,13 +158,19 @@ class LogStage:
         return published
 
 
-def read_manifest(path: UPath, *, warn: bool = True) -> StagedManifest | None:
-    """The manifest at `path`; None when it is gone or does not read (a truncated or corrupt
-    `_staged.json`: the copy counts as not staged, and `warn` says so as a warning)."""
+def read_manifest(path: UPath) -> StagedManifest | None:
+    """The manifest at `path`, None when it is gone or does not read (`parse_manifest`)."""
     try:
-        return StagedManifest.model_validate_json(read_snapshot(path))
+        return parse_manifest(read_snapshot(path), path, warn=False)
     except FileNotFoundError:
         return None
+
+
+def parse_manifest(data: bytes, path: UPath, *, warn: bool = True) -> StagedManifest | None:
+    """The manifest `data` read from `path`; None when it does not read (a truncated or corrupt
+    `_staged.json`: the copy counts as not staged, and `warn` says so as a warning)."""
+    try:
+        return StagedManifest.model_validate_json(data)
     except ValidationError as error:
         if warn:
             reason = error.errors()[0]["msg"]
@@ -213,7 +216,7 @@ def _publish_folder(built: Path, target: Path) -> None:
     except OSError:
         if not target.exists():
             raise
-    if read_manifest(storage_path(target / STAGED_MANIFEST), warn=False) is not None:
+    if read_manifest(storage_path(target / STAGED_MANIFEST)) is not None:
         return
     aside = tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     os.rename(target, Path(aside) / target.name)
@@ -227,7 +230,7 @@ def _publish_object(manifest: str, path: UPath) -> None:
     try:
         path.fs.pipe_file(path.path, manifest.encode(), mode="create")
     except FileExistsError:
-        if read_manifest(path, warn=False) is None:
+        if read_manifest(path) is None:
             write_text_atomically(manifest, path)
 
 

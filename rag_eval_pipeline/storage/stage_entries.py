@@ -4,9 +4,9 @@ what no reader needs any more.
 An *entry* is a folder `<root>/<name>/` published by a manifest, a `_*.json` file written last
 (`_staged.json` for a version's staged interactions, `datasets.staged_logs`); a manifest's
 `"generation"`, when it has one, names the `generation-*` folder it publishes. Whatever writes
-entries under the root follows that layout and calls `mark_used` before it reads a manifest:
-the entry's `_used` marker is then rewritten when it is older than `USED_REFRESH_S` (an hour),
-so a reader costs at most one tiny write an hour per entry.
+entries under the root follows that layout and reads a manifest with `read_published`, which
+calls `mark_used` first: the entry's `_used` marker is then rewritten when it is older than
+`USED_REFRESH_S` (an hour), so a reader costs at most one tiny write an hour per entry.
 
 `prune_stage` deletes:
 
@@ -89,6 +89,19 @@ def mark_used(entry: UPath) -> None:
                 marker.fs.pipe_file(marker.path, b"")
         except FileNotFoundError:  # the entry was removed meanwhile, with its manifest
             pass
+
+
+def read_published(entry: UPath, manifest: str) -> bytes | None:
+    """The bytes of `entry`'s manifest named `manifest`, its use recorded first (`mark_used`, in
+    the order the cleanup rule relies on); None when the entry is not published."""
+    path = entry / manifest
+    if not path.exists():
+        return None
+    mark_used(entry)
+    try:
+        return read_snapshot(path)
+    except FileNotFoundError:  # withdrawn meanwhile by a pruner
+        return None
 
 
 @contextlib.contextmanager
