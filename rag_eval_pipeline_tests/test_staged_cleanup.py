@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,7 +32,12 @@ from rag_eval_pipeline.datasets.golden import load_dataset
 from rag_eval_pipeline.datasets.staged_logs import STAGED_MANIFEST, LogStage
 from rag_eval_pipeline.storage import stage_entries
 from rag_eval_pipeline.storage.objects import STALE_TEMPORARY_S, storage_path, temporary_prefix
-from rag_eval_pipeline.storage.stage_entries import USED_MARKER, USED_REFRESH_S, prune_stage
+from rag_eval_pipeline.storage.stage_entries import (
+    USED_MARKER,
+    USED_REFRESH_S,
+    prune_stage,
+    scratch_folder,
+)
 from rag_eval_pipeline_tests.s3_server import bucket_keys, s3_bucket, s3_environment, s3_server
 from rag_eval_pipeline_tests.test_staged_logs import DAYS, PER_DAY, logs_frame, write_version
 
@@ -107,17 +113,24 @@ def in_order(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.sort_values("log_id").reset_index(drop=True)
 
 
-def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Path) -> None:
-    root = tmp_path / "stage"
-    process = stager(str(root), "k1", tmp_path, HANG="1")
+def killed_stager(url: str, key: str, tmp_path: Path, **env: str) -> Path:
+    """Start a stager of `key` into `url`, SIGKILL it mid-stage; return the folder it left."""
+    process = stager(url, key, tmp_path, HANG="1", **env)
+    scratch = scratch_folder(storage_path(url))
     try:
         wait_for(tmp_path / "hanging")
-        (killed,) = root.glob(".k1.w~*.tmp")  # named for its writer: host, pid, start time
+        (killed,) = scratch.glob(f".{key}.w~*.tmp")  # named for its writer: host, pid, start
         assert f"~{process.pid}~" in killed.name
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
     assert process.returncode == -signal.SIGKILL
+    return killed
+
+
+def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Path) -> None:
+    root = tmp_path / "stage"
+    killed = killed_stager(str(root), "k1", tmp_path)
     other_host = root / ".k2.w~another-host~4242~77~abcd.tmp"
     old_other_host = root / ".k3.w~another-host~4242~77~efgh.tmp"
     live = root / f"{temporary_prefix(root / 'k4')}ijkl.tmp"  # this live process's
@@ -130,6 +143,17 @@ def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Pa
     assert not killed.exists() and not old_other_host.exists()
     assert other_host.exists() and live.exists()
     assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["k5"]
+
+
+def test_a_killed_stager_to_s3_leaves_a_scratch_folder_the_next_one_removes(
+    tmp_path: Path, s3_server: str, s3_bucket: str
+) -> None:
+    url = f"{s3_bucket}/staged"
+    killed = killed_stager(url, f"k-{tmp_path.name}", tmp_path, **s3_environment(s3_server))
+    assert killed.parent == Path(tempfile.gettempdir()) / f"rag-eval-staging-{os.getuid()}"
+    stage_small(LogStage(storage_path(url)), "k2")
+    assert not killed.exists()
+    assert not [key for key in bucket_keys(s3_server, s3_bucket) if "/k-" in key]
 
 
 def test_a_copy_unused_past_the_keep_time_goes_and_a_found_one_stays(

@@ -53,7 +53,12 @@ from rag_eval_pipeline.storage.objects import (
     write_text_atomically,
 )
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
-from rag_eval_pipeline.storage.stage_entries import prune_stage, read_published, stage_lock
+from rag_eval_pipeline.storage.stage_entries import (
+    prune_stage,
+    read_published,
+    scratch_folder,
+    stage_lock,
+)
 
 STAGED_MANIFEST = "_staged.json"
 UNDATED = "undated"
@@ -136,10 +141,10 @@ class LogStage:
         and publish them; return the published copy (another writer's, if it won). Then apply
         the stage's cleanup rule."""
         local = self.root.path if is_local(self.root) else None
-        if local is not None:
-            os.makedirs(local, exist_ok=True)
+        scratch = scratch_folder(self.root)
+        scratch.mkdir(parents=True, exist_ok=True)
         prefix = temporary_prefix(Path(self.root.path) / key)
-        with tempfile.TemporaryDirectory(dir=local, prefix=prefix, suffix=".tmp") as work:
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=prefix, suffix=".tmp") as work:
             built = Path(work) / key
             generation = f"{GENERATION_PREFIX}{uuid.uuid4().hex}"
             num_rows, days = _write_days(chunks, Path(work) / "parts", built / generation)

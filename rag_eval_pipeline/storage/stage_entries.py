@@ -10,9 +10,9 @@ calls `mark_used` first: the entry's `_used` marker is then rewritten when it is
 
 `prune_stage` deletes:
 
-- the hidden temporaries (`.*.tmp*`) of a local root that no live writer owns, by the Parquet
-  writer's rule (`objects.stale_temporaries`: a writer of this host whose process ended at
-  once, one of another host past `STALE_TEMPORARY_S`);
+- the hidden temporaries (`.*.tmp*`) of the stagers' `scratch_folder` (a local root itself)
+  that no live writer owns, by the Parquet writer's rule (`objects.stale_temporaries`: a
+  writer of this host whose process ended at once, one of another host past an hour);
 - an entry not used for `keep_s` (its last use: `_used`, else its manifest's time);
 - in a published entry, every `generation-*` its manifest does not name (on an object store a
   writer that lost the race to publish, or was killed uploading), once the newest of its files
@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -53,6 +54,7 @@ from rag_eval_pipeline.storage.objects import (
     read_snapshot,
     remove_path,
     stale_temporaries,
+    storage_path,
     temporary_prefix,
 )
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX, folder_lock, machine_locks
@@ -123,7 +125,7 @@ def prune_stage(
     if not root.exists():
         return []
     keep_s = max(keep_s, USED_REFRESH_S + grace_s)
-    removals = _local_temporaries(root, dry_run) if is_local(root) else []
+    removals = _temporaries(scratch_folder(root), dry_run)
     with stage_lock(root):
         for info in root.fs.ls(root.path, detail=True):
             name = PurePosixPath(info["name"]).name
@@ -134,12 +136,21 @@ def prune_stage(
     return removals
 
 
-def _local_temporaries(root: UPath, dry_run: bool) -> list[Removal]:
-    """The writers' leftovers in a local `root`, removed unless `dry_run`."""
+def scratch_folder(root: UPath) -> Path:
+    """Where stagers into `root` build their copies (hidden temporaries named for their
+    writer): a local `root` itself, so a copy is renamed into place; for an object store this
+    user's `rag-eval-staging-<uid>` in the temporary directory."""
+    if is_local(root):
+        return Path(root.path)
+    return Path(tempfile.gettempdir()) / f"rag-eval-staging-{os.getuid()}"
+
+
+def _temporaries(folder: Path, dry_run: bool) -> list[Removal]:
+    """The writers' leftovers in `folder`, removed unless `dry_run`."""
     removals = []
-    for leftover in stale_temporaries(Path(root.path).glob(".*.tmp*")):
+    for leftover in stale_temporaries(folder.glob(".*.tmp*")):
         try:
-            size = root.fs.du(str(leftover), total=True)
+            size = storage_path(leftover).fs.du(str(leftover), total=True)
         except FileNotFoundError:  # another stager removed it
             continue
         reason = "a writer's leftover (its writer ended, or is unknown and it is over an hour old)"
