@@ -5,7 +5,9 @@ at the dataset versions anywhere (a folder or an fsspec URL, read on an object s
 local mirror, `RAG_EVAL_DATASETS_MIRROR`); `RAG_EVAL_WAREHOUSE`
 points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`), and
 `RAG_EVAL_REPORTS` and `RAG_EVAL_CACHE` do the same for the HTML reports (and raters' CSVs)
-and the caches (embeddings, LLM replies, computed results).
+and the caches (embeddings, LLM replies, computed results). `RAG_EVAL_STAGED` holds the staged
+interactions; copies unused for `RAG_EVAL_STAGED_KEEP_DAYS` go, and unpublished generations once
+older than `RAG_EVAL_STAGED_GRACE_S` (`storage.stage_entries`).
 """
 
 from __future__ import annotations
