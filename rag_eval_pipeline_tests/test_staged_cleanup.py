@@ -178,7 +178,7 @@ def test_a_copy_unused_past_the_keep_time_goes_and_a_found_one_stays(
     assert not (root / "old").exists() and stage.find("found") is not None
     assert printed[0].startswith(f"removed {root / 'old'}: not used since ")
     assert printed[0].endswith(f", {size:,} B")
-    assert printed[-1] == f"freed {size:,} bytes in 1 paths under {root}"
+    assert printed[-1] == f"freed {size:,} bytes in 1 path under {root}"
     assert dry == [line.replace("removed", "would remove", 1) for line in printed[:1]] + [
         printed[-1].replace("freed", "would free", 1)
     ]

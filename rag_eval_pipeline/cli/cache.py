@@ -23,7 +23,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
         print(terminal_text(f"{verb} {removal.path}: {removal.reason}, {removal.num_bytes:,} B"))
     freed = sum(removal.num_bytes for removal in removals)
     summary = "would free" if args.dry_run else "freed"
-    print(terminal_text(f"{summary} {freed:,} bytes in {len(removals)} paths under {root}"))
+    paths = f"{len(removals)} path" + ("" if len(removals) == 1 else "s")
+    print(terminal_text(f"{summary} {freed:,} bytes in {paths} under {root}"))
     return 0
 
 
