@@ -5,7 +5,9 @@ at the dataset versions anywhere (a folder or an fsspec URL, read on an object s
 local mirror, `RAG_EVAL_DATASETS_MIRROR`); `RAG_EVAL_WAREHOUSE`
 points the Parquet IO manager at any fsspec URL (`s3://bucket/prefix`, `memory://...`), and
 `RAG_EVAL_REPORTS` and `RAG_EVAL_CACHE` do the same for the HTML reports (and raters' CSVs)
-and the caches (embeddings, LLM replies, computed results).
+and the caches (embeddings, LLM replies, computed results). `RAG_EVAL_STAGED` holds the staged
+interactions; copies unused for `RAG_EVAL_STAGED_KEEP_DAYS` go, and unpublished generations once
+older than `RAG_EVAL_STAGED_GRACE_S` (`storage.stage_entries`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ DATASETS_MIRROR = Path(
 )
 CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
 STAGED_URL = os.environ.get("RAG_EVAL_STAGED", f"{CACHE_URL.rstrip('/')}/staged")
+# staged copies not used for this many days are deleted (`storage.stage_entries`)
+STAGED_KEEP_DAYS = float(os.environ.get("RAG_EVAL_STAGED_KEEP_DAYS", "7"))
+# how long an unpublished or superseded generation under the stage is kept (a writer may still
+# be uploading it, a reader still reading it)
+STAGED_GRACE_S = float(os.environ.get("RAG_EVAL_STAGED_GRACE_S", "3600"))
 REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 

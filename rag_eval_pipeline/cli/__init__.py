@@ -9,6 +9,7 @@ rag-eval run [--dataset-version V ...] [--date D] --dry-run   (what `estimate` p
 rag-eval estimate [--dataset-version V ...] [--date D]   (LLM prompts, tokens, cost; no calls)
 rag-eval scorecard [--dataset-version V ...] [--date D] [--tier T] [--system S] [--format F]
 rag-eval alerts [--dataset-version V] [--format F]
+rag-eval cache prune [--dry-run] [--keep-days N]   (delete unused staged copies, print bytes freed)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from rag_eval_pipeline.cli import backfill, estimate, results, run, validate
+from rag_eval_pipeline.cli import backfill, cache, estimate, results, run, validate
 from rag_eval_pipeline.cli.common import UsageError, open_instance
 from rag_eval_pipeline.text.escaping import terminal_text
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(commands)
     estimate.add_parser(commands)
     results.add_parsers(commands)
+    cache.add_parsers(commands)
     return parser
 
 

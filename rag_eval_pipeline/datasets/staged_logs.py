@@ -8,16 +8,23 @@ the version's files (`files_fingerprint`) and of the limits they were validated 
 staged copy is only ever read for the very files it was made from; a changed file gets a new
 key and is staged again.
 
-Publishing is atomic: locally the whole `<key>` folder is built aside and renamed into place
-(a second writer that finds it there discards its own copy, which holds the same rows); on an
-object store the generation's files are uploaded first and the manifest, one object, last, so
-readers see no copy or a whole one.
+Publishing is atomic: locally the whole `<key>` folder is built aside, in a hidden temporary
+named for its writer (`objects.temporary_prefix`), and renamed into place (a second writer that
+finds it there discards its own copy, which holds the same rows); on an object store the
+generation's files are uploaded first and the manifest, one object, last, written create-only:
+the first writer's manifest wins and the other's generation is left to the cleanup rule.
+Readers see no copy or a whole one. A manifest that does not read (truncated by a full disk) is
+a copy not staged: a warning, and the next writer replaces it.
+
+Each publication then applies the stage's cleanup rule (`storage.stage_entries.prune_stage`:
+copies unused for `RAG_EVAL_STAGED_KEEP_DAYS`, dead writers' leftovers, unpublished
+generations past `RAG_EVAL_STAGED_GRACE_S`); `find` records each use (`read_published`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import logging
 import os
 import shutil
 import tempfile
@@ -32,21 +39,40 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import BaseModel, ValidationError
 from upath import UPath
 
-from rag_eval_pipeline.settings import STAGED_URL
+from rag_eval_pipeline.settings import STAGED_GRACE_S, STAGED_KEEP_DAYS, STAGED_URL
 from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
+from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import (
     is_local,
     read_snapshot,
     storage_path,
+    temporary_prefix,
     write_text_atomically,
+)
+from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
+from rag_eval_pipeline.storage.stage_entries import (
+    prune_stage,
+    read_published,
+    scratch_folder,
+    stage_lock,
 )
 
 STAGED_MANIFEST = "_staged.json"
 UNDATED = "undated"
 EMPTY = "empty"  # no rows, every column: the schema of a window without a row
 ORDER = [("timestamp", "ascending"), ("log_id", "ascending")]
+_LOG = logging.getLogger(__name__)
+
+
+class StagedManifest(BaseModel):
+    """`_staged.json`: the published generation, its row count and its day files' names."""
+
+    generation: str
+    num_rows: int
+    days: list[str]
 
 
 def stage_key(fingerprint: str, *limits: object) -> str:
@@ -102,35 +128,59 @@ class LogStage:
         return LogStage(storage_path(STAGED_URL))
 
     def find(self, key: str) -> StagedLogs | None:
-        """The staged copy named `key`, or None when none was published."""
-        manifest = self.root / key / STAGED_MANIFEST
-        if not manifest.exists():
+        """The staged copy named `key`, or None when none was published (or its manifest does
+        not read: a warning, and the copy is staged again). Records the use (`read_published`)."""
+        data = read_published(self.root / key, STAGED_MANIFEST)
+        found = None if data is None else parse_manifest(data, self.root / key / STAGED_MANIFEST)
+        if found is None:
             return None
-        found = json.loads(read_snapshot(manifest))
-        return StagedLogs(
-            self.root / key / found["generation"], found["num_rows"], tuple(found["days"])
-        )
+        return StagedLogs(self.root / key / found.generation, found.num_rows, tuple(found.days))
 
     def stage(self, key: str, chunks: Iterable[pd.DataFrame]) -> StagedLogs:
         """Write the validated `chunks` (each with `timestamp` and `log_id`) by day under `key`
-        and publish them; return the published copy (another writer's, if it won)."""
+        and publish them; return the published copy (another writer's, if it won). Then apply
+        the stage's cleanup rule."""
         local = self.root.path if is_local(self.root) else None
-        if local is not None:
-            os.makedirs(local, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=local, prefix=f".{key}-", suffix=".tmp") as work:
+        scratch = scratch_folder(self.root)
+        scratch.mkdir(parents=True, exist_ok=True)
+        prefix = temporary_prefix(Path(self.root.path) / key)
+        with tempfile.TemporaryDirectory(dir=scratch, prefix=prefix, suffix=".tmp") as work:
             built = Path(work) / key
-            generation = f"generation-{uuid.uuid4().hex}"
+            generation = f"{GENERATION_PREFIX}{uuid.uuid4().hex}"
             num_rows, days = _write_days(chunks, Path(work) / "parts", built / generation)
-            manifest = {"generation": generation, "num_rows": num_rows, "days": days}
+            manifest = StagedManifest(generation=generation, num_rows=num_rows, days=days)
             if local is None:
                 _upload(built / generation, self.root / key / generation)
-                write_text_atomically(json.dumps(manifest), self.root / key / STAGED_MANIFEST)
+                _publish_object(manifest.model_dump_json(), self.root / key / STAGED_MANIFEST)
             else:
-                (built / STAGED_MANIFEST).write_text(json.dumps(manifest))
-                _publish_folder(built, Path(local) / key)
+                (built / STAGED_MANIFEST).write_text(manifest.model_dump_json())
+                with stage_lock(self.root):
+                    _publish_folder(built, Path(local) / key)
+        with cache_write("the staged copies' cleanup", self.root):
+            prune_stage(self.root, STAGED_KEEP_DAYS * 86_400, STAGED_GRACE_S)
         published = self.find(key)
         assert published is not None, f"staged copy {key} vanished"
         return published
+
+
+def read_manifest(path: UPath) -> StagedManifest | None:
+    """The manifest at `path`, None when it is gone or does not read (`parse_manifest`)."""
+    try:
+        return parse_manifest(read_snapshot(path), path, warn=False)
+    except FileNotFoundError:
+        return None
+
+
+def parse_manifest(data: bytes, path: UPath, *, warn: bool = True) -> StagedManifest | None:
+    """The manifest `data` read from `path`; None when it does not read (a truncated or corrupt
+    `_staged.json`: the copy counts as not staged, and `warn` says so as a warning)."""
+    try:
+        return StagedManifest.model_validate_json(data)
+    except ValidationError as error:
+        if warn:
+            reason = error.errors()[0]["msg"]
+            _LOG.warning(f"{path} does not read ({reason}): the copy is staged again")
+        return None
 
 
 def _write_days(chunks: Iterable[pd.DataFrame], parts: Path, out: Path) -> tuple[int, list[str]]:
@@ -163,12 +213,30 @@ def _write_days(chunks: Iterable[pd.DataFrame], parts: Path, out: Path) -> tuple
 
 
 def _publish_folder(built: Path, target: Path) -> None:
-    """Rename `built` to `target`; when another writer published it first, keep theirs."""
+    """Rename `built` to `target` (under the stage's lock); when another writer published it
+    first, keep theirs, unless its manifest does not read: then put it aside and publish ours."""
     try:
         os.rename(built, target)
+        return
     except OSError:
-        if not (target / STAGED_MANIFEST).exists():
+        if not target.exists():
             raise
+    if read_manifest(storage_path(target / STAGED_MANIFEST)) is not None:
+        return
+    aside = tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
+    os.rename(target, Path(aside) / target.name)
+    os.rename(built, target)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _publish_object(manifest: str, path: UPath) -> None:
+    """Write `manifest` at `path` unless a writer published one first (a create-only PUT); one
+    that does not read is replaced."""
+    try:
+        path.fs.pipe_file(path.path, manifest.encode(), mode="create")
+    except FileExistsError:
+        if read_manifest(path) is None:
+            write_text_atomically(manifest, path)
 
 
 def _upload(folder: Path, target: UPath) -> None:

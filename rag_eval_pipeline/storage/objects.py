@@ -11,9 +11,11 @@ sibling, fsyncs it and renames it into place, so a crash mid-write leaves the pr
 file. A temporary's name carries its writer (`temporary_prefix`: host, pid and the process's
 start time), so the next successful write of the same path removes a killed writer's leftovers
 (files and staging folders) at once when that writer, on this host, has ended; one of another
-host, or without a writer in its name, once it is older than `STALE_TEMPORARY_S`. A live
-writer's temporaries are never touched. Files are published 0666 and folders 0777 less the
-process's umask (0644 and 0755 under the usual 022), as `open` and `mkdir` create them.
+host, or without a writer in its name, once it is older than `STALE_TEMPORARY_S`
+(`stale_temporaries`: the one rule, also the stage's, `stage_entries`). A live writer's
+temporaries on this host are never touched, however old. Files are published 0666 and folders
+0777 less the process's umask (0644 and 0755 under the usual 022), as `open` and `mkdir`
+create them.
 
 On an object store the object is uploaded with autocommit off (S3: a multipart
 upload) and committed only when the whole content was written: the object appears whole or not
@@ -29,7 +31,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -77,28 +79,45 @@ def temporary_prefix(target: Path) -> str:
     return f".{target.name}.w~{host}~{pid}~{process_start_time(pid)}~"
 
 
-def _writer_ended(name: str) -> bool:
-    """Whether the writer named in a temporary's `name` is a process of this host that ended."""
+def _writer_ended(name: str) -> bool | None:
+    """Whether the writer named in a temporary's `name`, a process of this host, has ended; None
+    when the name holds no writer or one of another host."""
     writer = _WRITER.search(name)
     if writer is None or writer["host"] != re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()):
-        return False
+        return None
     return process_ended(int(writer["pid"]), writer["start"])
 
 
-def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
-    """Delete hidden temporary siblings of `target` (files or folders) left by writers that
-    ended (`_writer_ended`), or older than `older_than_s` when their writer is unknown."""
+def stale_temporaries(
+    leftovers: Iterable[Path], older_than_s: float = STALE_TEMPORARY_S
+) -> list[Path]:
+    """The hidden temporaries among `leftovers` (files or folders) that no live writer owns:
+    their writer, of this host, ended (`_writer_ended`); or, when it is unknown or of another
+    host, they are older than `older_than_s`. A live writer's are kept, however old."""
     cutoff = time.time() - older_than_s
-    for leftover in target.parent.glob(f".{target.name}.*.tmp*"):
+    stale = []
+    for leftover in leftovers:
+        ended = _writer_ended(leftover.name)
         try:
-            if not _writer_ended(leftover.name) and leftover.lstat().st_mtime >= cutoff:
-                continue
-            if leftover.is_dir():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                leftover.unlink(missing_ok=True)
+            if ended or (ended is None and leftover.lstat().st_mtime < cutoff):
+                stale.append(leftover)
         except FileNotFoundError:
             continue
+    return stale
+
+
+def remove_path(path: Path) -> None:
+    """Delete the file or folder `path` (gone already is fine)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale_temporaries(target: Path, older_than_s: float = STALE_TEMPORARY_S) -> None:
+    """Delete the stale (`stale_temporaries`) hidden temporary siblings of `target`."""
+    for leftover in stale_temporaries(target.parent.glob(f".{target.name}.*.tmp*"), older_than_s):
+        remove_path(leftover)
 
 
 def write_atomically(path: UPath, write: Callable[[BinaryIO], None]) -> None:

@@ -146,7 +146,7 @@ def _swap_directories(staging: Path, target: Path) -> None:
         os.replace(retired, staging)
 
 
-def _exclusive(target: Path, locks: Path) -> FileLock:
+def folder_lock(target: Path, locks: Path) -> FileLock:
     """The lock that serializes writers of the table folder `target` across threads and
     processes: a `filelock` on `<locks>/<digest of target's resolved path>.lock`, so the lock
     files of a warehouse sit in one folder, none beside a partition."""
@@ -155,7 +155,7 @@ def _exclusive(target: Path, locks: Path) -> FileLock:
     return FileLock(locks / f"{digest}.lock")
 
 
-def _machine_locks() -> Path:
+def machine_locks() -> Path:
     """The default folder of table-folder locks: this user's, in the temporary directory."""
     return Path(tempfile.gettempdir()) / f"rag-eval-locks-{os.getuid()}"
 
@@ -188,7 +188,7 @@ def write_tables_atomically(
             with open(staging / f"{name}.parquet", "wb") as handle:
                 _write_parquet(frame, handle)
         (staging / TABLES_MANIFEST).write_text(json.dumps(_manifest(tables)))
-        with _exclusive(target, locks or _machine_locks()):
+        with folder_lock(target, locks or machine_locks()):
             _swap_directories(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
