@@ -26,12 +26,15 @@ from rag_eval_pipeline.storage import digest_cache, machine
 from rag_eval_pipeline.storage.code_version import files_digest
 from rag_eval_pipeline.storage.digest_cache import CACHE_FILENAME as DIGESTS_FILENAME
 from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
+from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.result_cache import ResultCache
 from rag_eval_pipeline.storage.shared_sqlite import LOCK_TIMEOUT_ENV, lock_timeout_s
 from rag_eval_pipeline_tests.openai_server import OpenAIServer, run_openai_server
+from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_server
 from rag_eval_pipeline_tests.test_file_digest_cache import uncached, version
 
 pytestmark = [pytest.mark.integration]
+__all__ = ["s3_bucket", "s3_server"]  # fixtures
 
 SHORT_TIMEOUT_S = 0.5
 PROMPTS = [[{"role": "user", "content": f"question {i}"}] for i in range(4)]
@@ -72,7 +75,9 @@ def server() -> Iterator[OpenAIServer]:
 
 
 def replies(
-    server: OpenAIServer, cache_dir: Path | None, prompts: list[list[dict[str, str]]] = PROMPTS
+    server: OpenAIServer,
+    cache_dir: Path | str | None,
+    prompts: list[list[dict[str, str]]] = PROMPTS,
 ) -> list[str | None]:
     config = LLMConfig(
         model="openai/judge", api_base=server.base_url, api_key="sk-test", cache_dir=cache_dir
@@ -303,3 +308,22 @@ def test_the_lock_timeout_is_a_positive_number_of_seconds(monkeypatch: pytest.Mo
         monkeypatch.setenv(LOCK_TIMEOUT_ENV, wrong)
         with pytest.raises(ValueError, match=f"{LOCK_TIMEOUT_ENV}='{wrong}': not a positive"):
             lock_timeout_s()
+
+
+def test_a_corrupt_reply_object_in_a_bucket_is_set_aside_and_asked_again(
+    s3_bucket: str, server: OpenAIServer, warned: list[str]
+) -> None:
+    cache = f"{s3_bucket}/cache"
+    expected = replies(server, cache)
+    damaged = next(storage_path(cache).rglob("*.json"))
+    damaged.write_bytes(b"{not json")
+
+    assert replies(server, cache) == expected
+    assert server.request_count == len(PROMPTS) + 1  # only the damaged reply asked again
+    assert replies(server, cache) == expected  # its new reply is kept
+    assert server.request_count == len(PROMPTS) + 1
+
+    assert len(warned) == 1, warned
+    assert warned[0].startswith(f"LLM reply cache {damaged} is corrupt (JSONDecodeError: ")
+    (aside,) = damaged.parent.glob(f"{damaged.name}.corrupt-*")
+    assert aside.read_bytes() == b"{not json" and damaged.exists()

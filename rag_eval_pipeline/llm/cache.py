@@ -3,7 +3,9 @@
 `open_reply_cache` picks the store by location. Locally, replies live in
 ``<cache_dir>/llm_cache.sqlite3``; on an object store (`s3://...`, shared by run pods, where
 SQLite cannot live) each reply is one JSON object ``<cache_dir>/replies/<key[:2]>/<key>.json``,
-written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins.
+written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins; an
+object that does not read back as a reply is moved aside (``<key>.json.corrupt-<UTC time>``, one
+warning) and its prompt asked again.
 Both are keyed by `cache_key`, the SHA-256 of the
 canonical JSON of everything that determines a reply at a fixed temperature: model, the endpoint
 litellm will really call (`llm.endpoint.endpoint_digest`: the `api_base`, or the provider's own
@@ -22,6 +24,7 @@ the same key are ignored, so a re-run reads exactly the answers earlier runs wer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,8 +38,9 @@ from typing import Any, Protocol
 
 from upath import UPath
 
+from rag_eval_pipeline.storage.machine import warn_once
 from rag_eval_pipeline.storage.objects import is_local, storage_path
-from rag_eval_pipeline.storage.shared_sqlite import SharedDatabase
+from rag_eval_pipeline.storage.shared_sqlite import SharedDatabase, aside_name
 
 CACHE_FILENAME = "llm_cache.sqlite3"
 REPLIES_FOLDER = "replies"
@@ -175,10 +179,26 @@ class ObjectReplyCache:
         unique = list(dict.fromkeys(keys))
         paths = {self._path(key): key for key in unique}
         found = self._fs.cat(list(paths), on_error="omit") if paths else {}
-        return {
-            paths[self._fs._strip_protocol(path)]: CachedReply(**json.loads(data))
-            for path, data in found.items()
-        }
+        replies: dict[str, CachedReply] = {}
+        for path, data in found.items():
+            try:
+                replies[paths[self._fs._strip_protocol(path)]] = CachedReply(**json.loads(data))
+            except (ValueError, TypeError) as error:
+                self._set_aside(self._fs._strip_protocol(path), error)
+        return replies
+
+    def _set_aside(self, path: str, error: Exception) -> None:
+        """Move a reply object that does not read back aside (its key is free again)."""
+        aside = f"{path.rsplit('/', 1)[0]}/{aside_name(path.rsplit('/', 1)[1])}"
+        with contextlib.suppress(FileNotFoundError):  # another pod moved it first
+            self._fs.mv(path, aside)
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        url = self._fs.unstrip_protocol(path)
+        warn_once(
+            f"{WHAT}|{aside}",
+            f"{WHAT} {url} is corrupt ({type(error).__name__}: {reason}): set aside as "
+            f"{aside.rsplit('/', 1)[1]}, its prompt is asked of the provider again",
+        )
 
     def put(self, key: str, reply: CachedReply, *, model: str) -> None:
         """Store a reply unless the key already has one (first reply wins: a create-only PUT)."""
