@@ -368,7 +368,7 @@ def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
             start_pooled_run(home, server.base_url, label, tmp_path / "cache") for label in "ab"
         ]
         try:
-            deadline = time.monotonic() + 240
+            deadline = time.monotonic() + WAIT_S
             codes = [run.wait(timeout=max(1.0, deadline - time.monotonic())) for run in runs]
         finally:  # a run that outlived the deadline is not left behind
             for run in runs:
