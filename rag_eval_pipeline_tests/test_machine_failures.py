@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 
-from rag_eval_pipeline.llm.cache import open_reply_cache
+from rag_eval_pipeline.llm.cache import CachedReply, open_reply_cache
 from rag_eval_pipeline.storage import machine
 from rag_eval_pipeline.storage.machine import machine_failure_line
 from rag_eval_pipeline.storage.result_cache import ResultCache
@@ -112,11 +112,12 @@ def test_a_cache_that_cannot_be_written_is_one_warning(tmp_path: Path, full_disk
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert f"ok: {VERSION}|{DATE}" in completed.stdout
-    warnings = [line for line in completed.stderr.splitlines() if "not written" in line]
+    lines = completed.stderr.splitlines()
+    warnings = [line for line in lines if "the run goes on without it" in line]
     assert warnings == [
         line for line in warnings if "the run goes on without it: machine failure:" in line
     ]
-    caches = [line.split(" not written")[0] for line in warnings]  # once per cache at most
+    caches = [line.split(" not ")[0] for line in warnings]  # once per cache at most
     assert len(caches) == len(set(caches)) and "embedding cache" in caches, warnings
     assert set(caches) <= {"embedding cache", "file digest cache"}, warnings
     assert "Traceback" not in completed.stderr
@@ -134,13 +135,19 @@ def test_caches_on_a_full_disk_warn_once_and_go_on(
     full_disk: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(machine, "_WARNED", set())
-    assert open_reply_cache(full_disk / "llm") is None
+    replies = open_reply_cache(full_disk / "llm")
+    reply = CachedReply("x" * 100_000, 1, 1, 0.0, 1.0)
+    replies.put("a" * 64, reply, model="m")
+    replies.put("b" * 64, reply, model="m")
+    assert replies.get_many(["a" * 64, "b" * 64]) == {}
     results = ResultCache(full_disk / "results")
     frame = pd.DataFrame({"text": ["x" * 100_000]})
     results.put("a" * 40, frame)
     results.put("b" * 40, frame)
     assert results.get("a" * 40) is None
-    warned = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    messages = [r.getMessage() for r in caplog.records]
+    warned = [m for m in messages if "the run goes on without it" in m]
     assert len(warned) == 2, warned  # once per cache, not once per entry
-    assert warned[0].startswith("LLM reply cache not written") and "SQLite" in warned[0]
+    assert warned[0].startswith("LLM reply cache not used") and "SQLite" in warned[0]
+    assert "paid) again by a later run" in warned[0]
     assert warned[1].startswith("result cache not written") and "no space left" in warned[1]

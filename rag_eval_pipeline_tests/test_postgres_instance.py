@@ -47,7 +47,7 @@ from rag_eval_pipeline_tests.conftest import (
     request_asset_backfill,
     stop_process_group,
 )
-from rag_eval_pipeline_tests.openai_server import run_openai_server
+from rag_eval_pipeline_tests.openai_server import RecordedRequest, run_openai_server
 from rag_eval_pipeline_tests.tcp_relay import tcp_relay
 from rag_eval_pipeline_tests.test_one_run_per_partition import started_run
 from rag_eval_pipeline_tests.test_run_ownership import (
@@ -314,6 +314,19 @@ def test_the_daemon_fails_a_killed_run_and_runs_a_backfill_four_at_a_time(
 POOL_LIMIT, CONCURRENCY, PROMPTS = 1, 4, 16
 
 
+def timeline(requests: list[RecordedRequest]) -> str:
+    """Each request's prompt, start and end in seconds from the first start (None: not ended),
+    in order of start: what an assertion on the pool shows when it fails."""
+    origin = min((r.started_at for r in requests), default=0.0)
+    spans = sorted(
+        (r.started_at, r.finished_at, r.body["messages"][-1]["content"]) for r in requests
+    )
+    return ", ".join(
+        f"{prompt} {start - origin:.3f}-{'None' if end is None else f'{end - origin:.3f}'}"
+        for start, end, prompt in spans
+    )
+
+
 def start_pooled_run(home: Path, base_url: str, label: str, cache: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(PROJECT_ROOT)}
     command = [
@@ -326,7 +339,7 @@ def start_pooled_run(home: Path, base_url: str, label: str, cache: Path) -> subp
         str(CONCURRENCY),
         str(cache),
     ]
-    return subprocess.Popen(command, env=env, cwd=PROJECT_ROOT)
+    return subprocess.Popen(command, env=env, cwd=PROJECT_ROOT, start_new_session=True)
 
 
 def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
@@ -354,16 +367,21 @@ def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
         runs = [
             start_pooled_run(home, server.base_url, label, tmp_path / "cache") for label in "ab"
         ]
-        deadline = time.monotonic() + 240
-        codes = [run.wait(timeout=max(1.0, deadline - time.monotonic())) for run in runs]
+        try:
+            deadline = time.monotonic() + WAIT_S
+            codes = [run.wait(timeout=max(1.0, deadline - time.monotonic())) for run in runs]
+        finally:  # a run that outlived the deadline is not left behind
+            for run in runs:
+                stop_process_group(run)
         requests = list(server.requests)
 
-    assert codes == [0, 0]
+    seen = f"{server.max_in_flight} at most in flight; requests: {timeline(requests)}"
+    assert codes == [0, 0], seen
     with DagsterInstance.from_config(str(home)) as instance:
         pool = instance.event_log_storage.get_concurrency_info(LLM_JUDGE_POOL)
     assert pool.slot_count == POOL_LIMIT  # the steps claimed slots of the configured pool
-    assert len(requests) == 2 * PROMPTS
-    assert server.max_in_flight <= POOL_LIMIT * CONCURRENCY
+    assert len(requests) == 2 * PROMPTS, seen
+    assert server.max_in_flight <= POOL_LIMIT * CONCURRENCY, seen
     # The pool serialized the runs' judging steps: one run's requests all ended before the
     # other's began (without the pool both would overlap, 2 × CONCURRENCY in flight).
     spans = {
@@ -371,4 +389,4 @@ def test_two_runs_side_by_side_never_exceed_pool_limit_times_concurrency(
         for label in "ab"
     }
     first, second = sorted(spans.values(), key=lambda rs: min(r.started_at for r in rs))
-    assert max(r.finished_at or 0.0 for r in first) <= min(r.started_at for r in second)
+    assert max(r.finished_at or 0.0 for r in first) <= min(r.started_at for r in second), seen

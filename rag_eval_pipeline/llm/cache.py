@@ -3,7 +3,9 @@
 `open_reply_cache` picks the store by location. Locally, replies live in
 ``<cache_dir>/llm_cache.sqlite3``; on an object store (`s3://...`, shared by run pods, where
 SQLite cannot live) each reply is one JSON object ``<cache_dir>/replies/<key[:2]>/<key>.json``,
-written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins.
+written with a create-only PUT (`If-None-Match: *`), so the first reply stored still wins; an
+object that does not read back as a reply is moved aside (``<key>.json.corrupt-<UTC time>``, one
+warning) and its prompt asked again.
 Both are keyed by `cache_key`, the SHA-256 of the
 canonical JSON of everything that determines a reply at a fixed temperature: model, the endpoint
 litellm will really call (`llm.endpoint.endpoint_digest`: the `api_base`, or the provider's own
@@ -11,33 +13,43 @@ variables such as `OPENAI_API_BASE`, hashed), messages, temperature and max_toke
 never reused across endpoints. The API key is deliberately not part of the key (rotating a key
 must not invalidate the cache) and is never stored.
 
-The database is opened by `storage.shared_sqlite.shared_database` (WAL mode, a busy timeout),
+The database is opened by `storage.shared_sqlite.SharedDatabase` (WAL mode, a busy timeout),
 so concurrent processes (parallel Dagster steps) read and write it safely. Within a process one
-connection is shared behind a lock. The first reply stored under a key wins: later replies for
+connection is shared behind a lock. A cache file that is corrupt is set aside and built again; one
+locked by another process past the timeout, unopenable or on a full or read-only disk is one
+warning, and the call goes on without it: prompts asked of the provider, replies not kept (which
+a later run pays for again). The first reply stored under a key wins: later replies for
 the same key are ignored, so a re-run reads exactly the answers earlier runs were scored on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from upath import UPath
 
-from rag_eval_pipeline.storage.machine import cache_write
+from rag_eval_pipeline.storage.machine import warn_once
 from rag_eval_pipeline.storage.objects import is_local, storage_path
-from rag_eval_pipeline.storage.shared_sqlite import shared_database
+from rag_eval_pipeline.storage.shared_sqlite import SharedDatabase, aside_name
 
 CACHE_FILENAME = "llm_cache.sqlite3"
 REPLIES_FOLDER = "replies"
 _LOOKUP_CHUNK = 500
+WHAT = "LLM reply cache"
+WITHOUT = (
+    "its prompts are asked of the provider, and a reply it does not keep is asked (and paid)"
+    " again by a later run"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS replies (
@@ -90,62 +102,65 @@ class CachedReply:
 
 
 class ReplyCache:
-    """Successful replies by `cache_key`, in ``<directory>/llm_cache.sqlite3``."""
+    """Successful replies by `cache_key`, in ``<directory>/llm_cache.sqlite3``; a cache that
+    cannot serve a call (corrupt, locked, unopenable, unwritable) is one warning, and the call
+    goes on without it (`storage.shared_sqlite`)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / CACHE_FILENAME
         self._lock = threading.Lock()
-        self._connection = shared_database(self.path, _SCHEMA)
+        self._database = SharedDatabase(self.path, _SCHEMA, WHAT, WITHOUT)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, CachedReply]:
         """The cached replies among `keys` (missing keys are simply absent from the result)."""
         unique = list(dict.fromkeys(keys))
-        found: dict[str, CachedReply] = {}
         with self._lock:
-            for start in range(0, len(unique), _LOOKUP_CHUNK):
-                chunk = unique[start : start + _LOOKUP_CHUNK]
-                placeholders = ",".join("?" * len(chunk))
-                rows = self._connection.execute(
-                    "SELECT key, text, prompt_tokens, completion_tokens, cost_usd, latency_ms "
-                    f"FROM replies WHERE key IN ({placeholders})",
-                    chunk,
-                )
-                for key, *values in rows:
-                    found[key] = CachedReply(*values)
-        return found
+            return self._database.run(lambda db: _lookup(db, unique), {})
 
     def put(self, key: str, reply: CachedReply, *, model: str) -> None:
-        """Store a reply unless the key already has one (first reply wins); on a full or
-        read-only disk it is not stored (one warning, `storage.machine.cache_write`)."""
-        with self._lock, cache_write("LLM reply cache", self.path):
-            self._connection.execute(
-                "INSERT OR IGNORE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    model,
-                    reply.text,
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    reply.cost_usd,
-                    reply.latency_ms,
-                    time.time(),
+        """Store a reply unless the key already has one (first reply wins)."""
+        row = (key, model, *astuple(reply), time.time())
+        with self._lock:
+            self._database.run(
+                lambda db: db.execute(
+                    "INSERT OR IGNORE INTO replies VALUES (?,?,?,?,?,?,?,?)", row
                 ),
+                None,
             )
 
     def discard(self, keys: Sequence[str]) -> None:
         """Remove the replies of `keys` (absent keys are ignored)."""
+        rows = [(key,) for key in keys]
         with self._lock:
-            self._connection.executemany("DELETE FROM replies WHERE key = ?", [(k,) for k in keys])
+            self._database.run(
+                lambda db: db.executemany("DELETE FROM replies WHERE key = ?", rows), None
+            )
 
     def __len__(self) -> int:
         with self._lock:
-            (count,) = self._connection.execute("SELECT COUNT(*) FROM replies").fetchone()
-        return int(count)
+            return self._database.run(
+                lambda db: int(db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]), 0
+            )
 
     def close(self) -> None:
-        """Close the connection; the cache must not be used afterwards."""
+        """Close the connection (a later call opens it again)."""
         with self._lock:
-            self._connection.close()
+            self._database.close()
+
+
+def _lookup(connection: sqlite3.Connection, keys: list[str]) -> dict[str, CachedReply]:
+    found: dict[str, CachedReply] = {}
+    for start in range(0, len(keys), _LOOKUP_CHUNK):
+        chunk = keys[start : start + _LOOKUP_CHUNK]
+        placeholders = ",".join("?" * len(chunk))
+        rows = connection.execute(
+            "SELECT key, text, prompt_tokens, completion_tokens, cost_usd, latency_ms "
+            f"FROM replies WHERE key IN ({placeholders})",
+            chunk,
+        )
+        for key, *values in rows:
+            found[key] = CachedReply(*values)
+    return found
 
 
 class ObjectReplyCache:
@@ -164,10 +179,26 @@ class ObjectReplyCache:
         unique = list(dict.fromkeys(keys))
         paths = {self._path(key): key for key in unique}
         found = self._fs.cat(list(paths), on_error="omit") if paths else {}
-        return {
-            paths[self._fs._strip_protocol(path)]: CachedReply(**json.loads(data))
-            for path, data in found.items()
-        }
+        replies: dict[str, CachedReply] = {}
+        for path, data in found.items():
+            try:
+                replies[paths[self._fs._strip_protocol(path)]] = CachedReply(**json.loads(data))
+            except (ValueError, TypeError) as error:
+                self._set_aside(self._fs._strip_protocol(path), error)
+        return replies
+
+    def _set_aside(self, path: str, error: Exception) -> None:
+        """Move a reply object that does not read back aside (its key is free again)."""
+        aside = f"{path.rsplit('/', 1)[0]}/{aside_name(path.rsplit('/', 1)[1])}"
+        with contextlib.suppress(FileNotFoundError):  # another pod moved it first
+            self._fs.mv(path, aside)
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        url = self._fs.unstrip_protocol(path)
+        warn_once(
+            f"{WHAT}|{aside}",
+            f"{WHAT} {url} is corrupt ({type(error).__name__}: {reason}): set aside as "
+            f"{aside.rsplit('/', 1)[1]}, its prompt is asked of the provider again",
+        )
 
     def put(self, key: str, reply: CachedReply, *, model: str) -> None:
         """Store a reply unless the key already has one (first reply wins: a create-only PUT)."""
@@ -204,13 +235,9 @@ class ReplyStore(Protocol):
     def close(self) -> None: ...
 
 
-def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore | None:
-    """The reply cache at `location`: SQLite on a local disk, objects on an object store; None
-    (after one warning, `storage.machine.cache_write`) when a full, read-only or forbidden disk
-    keeps it from opening: the replies are then not cached."""
+def open_reply_cache(location: str | os.PathLike[str]) -> ReplyStore:
+    """The reply cache at `location`: SQLite on a local disk, objects on an object store."""
     directory = storage_path(location)
     if not is_local(directory):
         return ObjectReplyCache(directory)
-    with cache_write("LLM reply cache", directory.path):
-        return ReplyCache(Path(directory.path))
-    return None
+    return ReplyCache(Path(directory.path))

@@ -15,27 +15,28 @@ hashed, and the moment (`time_ns`) the first of them was taken. It is reused onl
 
 Otherwise every file is hashed again (a folder's fingerprint is one running hash over all its
 files, so it cannot be patched file by file without changing its value) and the entry replaced.
-The cache is one SQLite file shared by concurrent processes (`storage.shared_sqlite`); one that
-cannot be opened or written is one warning (`storage.machine.cache_write`) and the digest is
-computed as without it. A cache on an object store holds no stat entries (another machine's
-inode numbers mean nothing here): the files are then hashed each time.
+The cache is one SQLite file shared by concurrent processes (`storage.shared_sqlite`): a corrupt
+one is set aside and built again; one locked past the timeout, unopenable or unwritable is one
+warning and the digest is computed as without it. A cache on an object store holds no stat
+entries (another machine's inode numbers mean nothing here): the files are then hashed each time.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from pathlib import Path
 
 from rag_eval_pipeline.storage.code_version import files_digest, source_files
-from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import is_local, storage_path
-from rag_eval_pipeline.storage.shared_sqlite import shared_database
+from rag_eval_pipeline.storage.shared_sqlite import SharedDatabase
 
 CACHE_FILENAME = "file_digests.sqlite3"
 RACY_MARGIN_NS = 2_000_000_000
 WHAT = "file digest cache"
+WITHOUT = "the files are hashed, and hashed again by the next run"
 FileStat = tuple[str, int, int, int, int, int]
 """A file's relative path, size, st_mtime_ns, st_ctime_ns, st_ino and st_dev."""
 
@@ -74,14 +75,10 @@ def trusted(stats: list[FileStat], stat_at_ns: int) -> bool:
     )
 
 
-def _lookup(database: Path, folder: str, stats: list[FileStat]) -> str | None:
-    connection = shared_database(database, _SCHEMA)
-    try:
-        row = connection.execute(
-            "SELECT files, stat_at_ns, digest FROM folder_digests WHERE folder = ?", (folder,)
-        ).fetchone()
-    finally:
-        connection.close()
+def _lookup(connection: sqlite3.Connection, folder: str, stats: list[FileStat]) -> str | None:
+    row = connection.execute(
+        "SELECT files, stat_at_ns, digest FROM folder_digests WHERE folder = ?", (folder,)
+    ).fetchone()
     if row is None:
         return None
     recorded, stat_at_ns, digest = json.loads(row[0]), int(row[1]), str(row[2])
@@ -90,16 +87,16 @@ def _lookup(database: Path, folder: str, stats: list[FileStat]) -> str | None:
 
 
 def _store(
-    database: Path, folder: str, stats: list[FileStat], stat_at_ns: int, digest: str
+    connection: sqlite3.Connection,
+    folder: str,
+    stats: list[FileStat],
+    stat_at_ns: int,
+    digest: str,
 ) -> None:
-    connection = shared_database(database, _SCHEMA)
-    try:
-        connection.execute(
-            "INSERT OR REPLACE INTO folder_digests VALUES (?, ?, ?, ?)",
-            (folder, json.dumps(stats), stat_at_ns, digest),
-        )
-    finally:
-        connection.close()
+    connection.execute(
+        "INSERT OR REPLACE INTO folder_digests VALUES (?, ?, ?, ?)",
+        (folder, json.dumps(stats), stat_at_ns, digest),
+    )
 
 
 def cached_files_digest(root: Path, location: str | os.PathLike[str]) -> str:
@@ -109,13 +106,15 @@ def cached_files_digest(root: Path, location: str | os.PathLike[str]) -> str:
     files = source_files(root, "*")
     if not is_local(directory):
         return files_digest(files, root)
-    database, folder = Path(directory.path) / CACHE_FILENAME, str(root.resolve())
+    folder = str(root.resolve())
     stat_at_ns = time.time_ns()
     stats = file_stats(files, root)
-    with cache_write(WHAT, database):
-        if (digest := _lookup(database, folder, stats)) is not None:
+    cache = SharedDatabase(Path(directory.path) / CACHE_FILENAME, _SCHEMA, WHAT, WITHOUT)
+    try:
+        if (digest := cache.run(lambda db: _lookup(db, folder, stats), None)) is not None:
             return digest
-    digest = files_digest(files, root)
-    with cache_write(WHAT, database):
-        _store(database, folder, stats, stat_at_ns, digest)
+        digest = files_digest(files, root)
+        cache.run(lambda db: _store(db, folder, stats, stat_at_ns, digest), None)
+    finally:
+        cache.close()
     return digest

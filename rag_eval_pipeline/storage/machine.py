@@ -92,6 +92,11 @@ def cache_write(what: str, path: object) -> Iterator[None]:
         line = machine_failure_line(error, str(path))
         if line is None:
             raise
-        if what not in _WARNED:
-            _WARNED.add(what)
-            _LOG.warning(f"{what} not written, the run goes on without it: {line}")
+        warn_once(what, f"{what} not written, the run goes on without it: {line}")
+
+
+def warn_once(key: str, line: str) -> None:
+    """Log `line` as a warning unless a line of the same `key` was logged in this process."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        _LOG.warning(line)
