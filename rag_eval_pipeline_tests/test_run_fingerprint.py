@@ -84,9 +84,15 @@ NOT_RESULTS = {
     "RAG_EVAL_ALERT_WEBHOOK": "read by the alert sensor",
     "RAG_EVAL_ALERT_STYLE": "read by the alert sensor",
     "RAG_EVAL_UI_URL": "read by the alert sensor",
+    "RAG_EVAL_STAGED_KEEP_DAYS": "when unused staged copies are removed",
+    "RAG_EVAL_STAGED_GRACE_S": "when unpublished staged generations are removed",
+    "RAG_EVAL_CACHE_LOCK_TIMEOUT_S": "how long a cache lock is awaited before the cache is skipped",
 }
-# A value each listed variable can take without failing the fingerprint's own reads.
+# A value each variable can take without failing the fingerprint's own reads.
 SAFE_VALUES = {
+    "RAG_EVAL_STAGED_KEEP_DAYS": "30",
+    "RAG_EVAL_STAGED_GRACE_S": "7200",
+    "RAG_EVAL_CACHE_LOCK_TIMEOUT_S": "5",
     "RAG_EVAL_EMBEDDER_MODEL": DEFAULT_MODEL,
     "RAG_EVAL_GENERATOR_MODEL": OFFLINE_MODEL,
     "RAG_EVAL_JUDGE_MODEL": OFFLINE_MODEL,
@@ -99,7 +105,7 @@ def test_only_the_variables_that_change_results_change_the_fingerprint(
 ) -> None:
     store = WarehouseStore(str(tmp_path / "warehouse"))
     base = fingerprint(version_dir, store)
-    unrelated = {name: str(tmp_path / "elsewhere") for name in NOT_RESULTS}
+    unrelated = {name: SAFE_VALUES.get(name, str(tmp_path / "elsewhere")) for name in NOT_RESULTS}
     assert fingerprint(version_dir, store, **unrelated, RAG_EVAL_LOG_LEVEL="DEBUG") == base
     header = f"{RESULT_ENVIRONMENT_PREFIXES[0]}TOKEN"
     for name in [*sorted(RESULT_ENVIRONMENT), header]:

@@ -87,9 +87,11 @@ they change where or when things happen but not a partition's outputs: `RAG_EVAL
 files the fingerprint hashes), `RAG_EVAL_WAREHOUSE` (where outputs are stored: its scorecards
 are hashed as the baseline, and a warehouse without the outputs runs again),
 `RAG_EVAL_SCHEDULE_CRON` (when the schedule ticks), `RAG_EVAL_ALERT_WEBHOOK`,
-`RAG_EVAL_ALERT_STYLE` and `RAG_EVAL_UI_URL` (read by the alert sensor, not by a run), and any
-``RAG_EVAL_*`` name the package does not read (a log level of a wrapper script). A variable the
-package starts reading must be added here or to that list (`test_run_fingerprint` checks)."""
+`RAG_EVAL_ALERT_STYLE` and `RAG_EVAL_UI_URL` (read by the alert sensor, not by a run),
+`RAG_EVAL_STAGED_KEEP_DAYS`, `RAG_EVAL_STAGED_GRACE_S` and `RAG_EVAL_CACHE_LOCK_TIMEOUT_S`
+(cache housekeeping), and any ``RAG_EVAL_*`` name the package does not read (a log level of a
+wrapper script). A variable the package starts reading must be added here or to that list
+(`test_run_fingerprint` checks)."""
 RESULT_ENVIRONMENT_PREFIXES = ("RAG_EVAL_HTTP_",)
 BASELINE_VERSION_ENV = "RAG_EVAL_BASELINE_VERSION"
 UNFINGERPRINTABLE_SYSTEMS = frozenset({"callable", "http"})
