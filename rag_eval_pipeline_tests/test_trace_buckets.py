@@ -178,7 +178,8 @@ def test_problems_are_the_first_traces_met_capped_as_one_files(
     assert [(i.file, i.message) for i in staged.value.issues] == [
         (i.file, i.message) for i in whole.value.issues
     ]
-    assert not list((tmp_path / "stage").glob("*/_staged.json"))
+    published = {p.parent.name for p in (tmp_path / "stage").glob("*/_staged.json")}
+    assert published == set(stored_spans(tmp_path / "stage"))  # files' spans, no interactions
 
 
 def test_invalid_rows_are_named_by_their_row_in_the_whole_table(
@@ -201,3 +202,38 @@ def test_invalid_rows_are_named_by_their_row_in_the_whole_table(
     assert len({t.spans[0].start_ns // 86_400_000_000_000 for t in chosen}) > 1
     assert len(whole.value.issues) == len(chosen)
     assert sorted(map(str, staged.value.issues)) == sorted(map(str, whole.value.issues))
+
+
+def stored_spans(root: Path) -> dict[str, str]:
+    """The stored files' spans under a stage root: name → its manifest's text."""
+    return {p.name: (p / "_staged.json").read_text() for p in root.glob("spans-*")}
+
+
+def test_a_version_that_gains_a_file_parses_only_that_file(
+    traces: list[RawTrace], tmp_path: Path
+) -> None:
+    """The Collector's daily rotation: the version gains a file (which also holds the last
+    span of three traces begun in earlier files). Staging it again stores spans for that one
+    file only, the earlier files' stored spans untouched, and gives a fresh staging's copy."""
+    first = [dataclasses.replace(t, spans=t.spans[:-1]) for t in traces[:3]] + traces[3:200]
+    folder = write_version(tmp_path / "v1", "json", first)
+    files = sorted(p.name for p in (folder / "traces").iterdir())
+    stage = LogStage(storage_path(tmp_path / "stage"))
+    before = load_dataset(folder, stage=stage).staged_logs
+    stored = stored_spans(tmp_path / "stage")
+    assert before is not None and before.num_rows == 200 and len(stored) == len(files)
+    gained = [t.spans[-1] for t in traces[:3]] + [s for t in traces[200:] for s in t.spans]
+    (folder / "traces" / "traces.json").write_text(one_line(gained))
+    after = load_dataset(folder, stage=stage).staged_logs
+    now = stored_spans(tmp_path / "stage")
+    assert len(now) == len(files) + 1 and {k: now[k] for k in stored} == stored
+    fresh = load_dataset(folder, stage=LogStage(storage_path(tmp_path / "fresh"))).staged_logs
+    assert after is not None and fresh is not None and after.num_rows == len(traces)
+    assert after.days == fresh.days
+    for day, frame in day_files(after).items():
+        pd.testing.assert_frame_equal(frame, day_files(fresh)[day], check_exact=True)
+    write_otlp(tmp_path / "whole" / "traces", traces[:3])  # the three traces, complete
+    completed = trace_interactions(tmp_path / "whole")
+    rows = trace_interactions(folder).set_index("log_id").loc[completed["log_id"]]
+    pd.testing.assert_frame_equal(rows.reset_index(), completed, check_exact=True)
+    assert not list((tmp_path / "stage").glob(".*.tmp"))  # nothing left half built

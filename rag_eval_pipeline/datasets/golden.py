@@ -44,6 +44,7 @@ from rag_eval_pipeline.datasets.traces import (
     trace_interaction_chunks,
     trace_interactions,
 )
+from rag_eval_pipeline.datasets.traces.span_store import SpanStore
 from rag_eval_pipeline.datasets.validation import (
     MAX_TEXT_CHARS,
     SCHEMAS,
@@ -337,12 +338,13 @@ class _LogsPlan:
         limits: DatasetLimits,
     ) -> StagedLogs | None:
         """Read `traces/` in bounded memory (`trace_interaction_chunks`: day by day, rows
-        numbered as in the whole table), validated and staged in one pass as `_stage_parquet`."""
+        numbered as in the whole table; each file parsed once, its spans kept under the stage,
+        `span_store`), validated and staged in one pass as `_stage_parquet`."""
         assert self.stage is not None
         corpus = tables.get("corpus")
         known = None if issues or corpus is None else set(corpus["doc_id"])
         before = len(issues)
-        days = trace_interaction_chunks(self.folder)
+        days = trace_interaction_chunks(self.folder, store=SpanStore.under(self.stage.root))
         label = f"{TRACES_FOLDER}/"
         chunks = validated_log_frames(days, label, limits.max_text_chars, known, issues)
         return _stage_valid(self.stage, self.key, chunks, issues, refused=before > 0)

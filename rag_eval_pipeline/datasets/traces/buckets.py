@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Protocol
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.traces.conventions import FileProblems, Span
@@ -174,19 +175,33 @@ def _grouped(spans: Iterator[tuple[Seen, Span]]) -> list[tuple[Seen, dict[str, S
     return list(traces.values())
 
 
+class FileStore(Protocol):
+    """Where a file's spilled spans are kept between runs (`span_store.SpanStore`)."""
+
+    def spilled(self, path: Path, label: str, reader: Reader) -> SpannedFile: ...
+
+
 @contextmanager
 def spilled_traces(
-    files: list[TraceFile], label: str, window: Window | None = None
+    files: list[TraceFile],
+    label: str,
+    window: Window | None = None,
+    store: FileStore | None = None,
 ) -> Iterator[SpilledTraces]:
-    """Every file of `files` spilled (in a temporary folder, removed on exit); the problems of
-    every file (up to `FileProblems.MAX_PROBLEMS`, then reading stops) raise as one
-    `DatasetError` of `label`."""
+    """Every file of `files` spilled: taken from `store` (parsed and stored there first when
+    it is not; without `window` only), else spilled to a temporary folder removed on exit. The
+    problems of every file (up to `FileProblems.MAX_PROBLEMS`, then reading stops) raise as
+    one `DatasetError` of `label`."""
     with tempfile.TemporaryDirectory(prefix="rag-eval-spans-") as scratch:
         spilled: list[SpannedFile] = []
         problems: list[ValidationIssue] = []
         for index, (path, name, reader) in enumerate(files):
             try:
-                spilled.append(spill_file(path, name, reader, Path(scratch) / f"{index}", window))
+                if store is not None and window is None:
+                    spilled.append(store.spilled(path, name, reader))
+                else:
+                    folder = Path(scratch) / f"{index}"
+                    spilled.append(spill_file(path, name, reader, folder, window))
             except DatasetError as error:  # every file's problems, not the first file's only
                 problems.extend(error.issues)
             if len(problems) >= FileProblems.MAX_PROBLEMS:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
-from rag_eval_pipeline.datasets.traces.buckets import Seen, Window, spilled_traces
+from rag_eval_pipeline.datasets.traces.buckets import FileStore, Seen, Window, spilled_traces
 from rag_eval_pipeline.datasets.traces.by_day import Call, Rows, joined, rows_by_day
 from rag_eval_pipeline.datasets.traces.conventions import (
     FEEDBACK,
@@ -120,12 +120,15 @@ def _error(label: str, message: str) -> DatasetError:
     return DatasetError(label, [ValidationIssue(label, message)])
 
 
-def trace_interaction_chunks(folder: Path, day: Window | None = None) -> Iterator[pd.DataFrame]:
+def trace_interaction_chunks(
+    folder: Path, day: Window | None = None, store: FileStore | None = None
+) -> Iterator[pd.DataFrame]:
     """The interactions of `<folder>/traces/` (see `trace_interactions`) in bounded memory,
     one frame per UTC day, days in order, each in (`timestamp`, `log_id`) order: the spans
     spilled to buckets by trace (`buckets`), each bucket's rows spilled by day (`by_day`).
-    Together they are `trace_interactions`'s rows, in its order."""
-    for rows, calls in rows_by_day(_bucket_rows(folder, day)):
+    Together they are `trace_interactions`'s rows, in its order. With a `store`, each file's
+    spilled spans are kept there and a file parsed once (`span_store`)."""
+    for rows, calls in rows_by_day(_bucket_rows(folder, day, store)):
         yield _frame(rows, calls)
 
 
@@ -138,17 +141,17 @@ def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
     span starts after its root, give or take the clock skew between hosts); a trace whose
     spans run past `TRACE_MARGIN` is cut, and one whose root span is missing (its children
     found without it) is not read by day."""
-    return _frame(*joined(_bucket_rows(folder, day)))
+    return _frame(*joined(_bucket_rows(folder, day, None)))
 
 
-def _bucket_rows(folder: Path, day: Window | None) -> Iterator[Rows]:
+def _bucket_rows(folder: Path, day: Window | None, store: FileStore | None) -> Iterator[Rows]:
     """Bucket by bucket (`buckets.spilled_traces`), the rows of its traces and their LLM calls
     (row position, model, prompt, completion); none once a trace had a problem. The problems
     of the traces raise at the end, in the order the folder first met the traces, up to
     `FileProblems.MAX_PROBLEMS` (the first ones, as a reading in that order stops there)."""
     window = None if day is None else (day[0] - CLOCK_SKEW_NS, day[1] + TRACE_MARGIN_NS)
     problems = _FirstProblems()
-    with spilled_traces(trace_files(folder), TRACES_FOLDER, window) as spilled:
+    with spilled_traces(trace_files(folder), TRACES_FOLDER, window, store) as spilled:
         for traces in spilled.traces():
             rows: list[dict[str, object]] = []
             calls: list[Call] = []
