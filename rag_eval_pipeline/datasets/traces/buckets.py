@@ -16,8 +16,8 @@ buckets be stored once and reused, `span_store`). Memory holds one (sub-)bucket'
 The users' feedback annotations (Phoenix span annotations: a span id and a value) are kept in
 memory, the first per span id winning: one small entry per rated span.
 
-Spill format: each bucket file is a sequence of pickled (position in the file, `Span` field
-tuple) pairs, our own
+Spill format: each bucket file is a sequence of pickled lists of up to `FLUSH_SPANS` (position
+in the file, `Span` field tuple) pairs (so at most 64 × 128 spans wait in memory), our own
 temporary data read back by the same code version (the store's key names the version).
 """
 
@@ -40,9 +40,9 @@ from rag_eval_pipeline.datasets.traces.phoenix import Feedback
 
 BUCKETS = 64
 MAX_BUCKET_BYTES = 64 * 2**20
-FLUSH_BYTES = 64 * 2**10
+FLUSH_SPANS = 128
 PROTOCOL = pickle.HIGHEST_PROTOCOL
-SPILL_FORMAT = 1
+SPILL_FORMAT = 2
 SPAN_NAMES = tuple(f.name for f in fields(Span))
 
 Window = tuple[int, int]
@@ -72,11 +72,13 @@ class SpannedFile:
         """The spans of `bucket` with their positions in the file, in the order read."""
         if not self.sizes[bucket]:
             return
-        for position, values in _records(self.bucket_path(bucket)):
-            yield position, Span(*values)
+        for batch in pickled(self.bucket_path(bucket)):
+            for position, values in batch:
+                yield position, Span(*values)
 
 
-def _records(path: Path) -> Iterator[tuple]:
+def pickled(path: Path) -> Iterator:
+    """The objects pickled one after the other into the file at `path`."""
     with open(path, "rb") as handle:
         while True:
             try:
@@ -93,14 +95,14 @@ def spill_file(
     every problem of the file as its reader reports them)."""
     folder.mkdir(parents=True, exist_ok=True)
     spilled = SpannedFile(folder)
-    buffers = [bytearray() for _ in range(BUCKETS)]
+    buffers: list[list[tuple[int, tuple]]] = [[] for _ in range(BUCKETS)]
     for position, record in enumerate(reader(path, label)):
         if isinstance(record, Feedback):
             spilled.feedback.setdefault(record.span_id, record.value)
         elif window is None or window[0] <= record.start_ns < window[1]:
             bucket = trace_hash(record.trace_id) % BUCKETS
-            buffers[bucket] += pickle.dumps((position, span_fields(record)), PROTOCOL)
-            if len(buffers[bucket]) >= FLUSH_BYTES:
+            buffers[bucket].append((position, span_fields(record)))
+            if len(buffers[bucket]) >= FLUSH_SPANS:
                 _flush(spilled, bucket, buffers[bucket])
     for bucket, buffer in enumerate(buffers):
         _flush(spilled, bucket, buffer)
@@ -112,11 +114,13 @@ def span_fields(span: Span) -> tuple:
     return tuple(getattr(span, name) for name in SPAN_NAMES)
 
 
-def _flush(spilled: SpannedFile, bucket: int, buffer: bytearray) -> None:
+def _flush(spilled: SpannedFile, bucket: int, buffer: list[tuple[int, tuple]]) -> None:
+    """Append the buffered spans to the bucket's file, as one pickled list."""
     if buffer:
+        data = pickle.dumps(buffer, PROTOCOL)
         with open(spilled.bucket_path(bucket), "ab") as handle:
-            handle.write(buffer)
-        spilled.sizes[bucket] += len(buffer)
+            handle.write(data)
+        spilled.sizes[bucket] += len(data)
         buffer.clear()
 
 
@@ -160,7 +164,7 @@ class SpilledTraces:
                     pickle.dump((seen, span_fields(span)), handles[part], PROTOCOL)
             for part in range(parts):
                 yield (
-                    (seen, Span(*values)) for seen, values in _records(Path(work) / f"{part}.spans")
+                    (seen, Span(*values)) for seen, values in pickled(Path(work) / f"{part}.spans")
                 )
 
 

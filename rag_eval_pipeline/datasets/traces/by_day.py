@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import cast
 
+from rag_eval_pipeline.datasets.traces.buckets import pickled
+
 NS_PER_DAY = 86_400 * 10**9
 Call = tuple[int, object, float, float]
 Rows = tuple[list[dict[str, object]], list[Call]]
@@ -31,7 +33,7 @@ def rows_by_day(batches: Iterable[Rows]) -> Iterator[Rows]:
                 with open(Path(scratch) / f"{day}.rows", "ab") as handle:
                     pickle.dump(piece, handle, pickle.HIGHEST_PROTOCOL)
         for day in sorted(days):
-            yield joined(_pieces(Path(scratch) / f"{day}.rows"))
+            yield joined(pickled(Path(scratch) / f"{day}.rows"))
 
 
 def _split(rows: list[dict[str, object]], calls: list[Call]) -> dict[int, Rows]:
@@ -57,12 +59,3 @@ def joined(pieces: Iterable[Rows]) -> Rows:
         calls.extend((len(rows) + at, *call) for at, *call in piece_calls)
         rows.extend(piece_rows)
     return rows, calls
-
-
-def _pieces(path: Path) -> Iterator[Rows]:
-    with open(path, "rb") as handle:
-        while True:
-            try:
-                yield pickle.load(handle)
-            except EOFError:
-                return

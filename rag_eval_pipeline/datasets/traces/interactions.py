@@ -1,20 +1,20 @@
 """A dataset's `traces/` folder as interactions: one row per trace, in the `logs.*` columns.
 
 Files are read one after the other and each span is reduced as it is read (`Span`: only the
-mapped attributes), then grouped by trace id. The root span (no parent; else the earliest span
-whose parent is not in the export) is the interaction: `log_id` = trace id, `timestamp` = its
-start, `latency_ms` = its duration, `error` = its ERROR status or `exception` event (else the
-entry span's). The entry span (the root, or the span closest to it that records an
-`input.value`, as under an HTTP server span) gives `question`/`answer` = its
+mapped attributes), then grouped by trace id in bounded memory (`buckets`). The root span (no
+parent; else the earliest span whose parent is not in the export) is the interaction: `log_id`
+= trace id, `timestamp` = its start, `latency_ms` = its duration, `error` = its ERROR status or
+`exception` event (else the entry span's). The entry span (the root, or the span closest to it
+that records an `input.value`, as under an HTTP server span) gives `question`/`answer` = its
 `input.value`/`output.value` (the question else the first RETRIEVER span's input);
 `session_id`/`user_id` = `session.id`/`user.id` (the entry's, the root's, else any span's).
 RETRIEVER spans give `retrieved_doc_ids`/`contexts` (`retrieval.documents.N.document.id` and
 `.content`, spans in start order, each id once) and `retrieval_latency_ms`; LLM spans give
-`generation_latency_ms` (both: the time covered by the union of the spans' intervals, so
-nested or parallel calls count once), the token counts (`llm.token_count.*`, else
-`gen_ai.usage.*`) and `cost_usd` (each call priced by litellm, summed; NaN when one is
-unknown). `feedback` is a `feedback` attribute, else a user's feedback annotation (Phoenix).
-The full mapping table is in docs/traces.md.
+`generation_latency_ms` (both: the time covered by the union of the spans' intervals, so nested
+or parallel calls count once), the token counts (`llm.token_count.*`, else `gen_ai.usage.*`)
+and `cost_usd` (each call priced by litellm, summed; NaN when one is unknown). `feedback` is a
+`feedback` attribute, else a user's feedback annotation (Phoenix). The full mapping table is in
+docs/traces.md.
 
 A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
 an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
