@@ -237,3 +237,25 @@ def test_a_version_that_gains_a_file_parses_only_that_file(
     rows = trace_interactions(folder).set_index("log_id").loc[completed["log_id"]]
     pd.testing.assert_frame_equal(rows.reset_index(), completed, check_exact=True)
     assert not list((tmp_path / "stage").glob(".*.tmp"))  # nothing left half built
+
+
+def test_a_file_with_problems_stores_nothing_and_is_read_again(
+    traces: list[RawTrace], tmp_path: Path
+) -> None:
+    """A file whose reader finds a problem keeps no stored spans (the version is refused,
+    naming its line); once fixed it is parsed and stored, the good files' spans reused."""
+    folder = write_version(tmp_path / "v1", "json", traces[:60])
+    good = len(list((folder / "traces").iterdir()))
+    bad = folder / "traces" / "z-late.json"
+    bad.write_text(one_line(traces[60].spans) + "{not json\n")
+    stage = LogStage(storage_path(tmp_path / "stage"))
+    with pytest.raises(DatasetError) as refused:
+        load_dataset(folder, stage=stage)
+    assert [(i.file, i.line) for i in refused.value.issues] == [("traces/z-late.json", 2)]
+    stored = stored_spans(tmp_path / "stage")
+    assert len(stored) == good
+    bad.write_text(one_line(traces[60].spans))
+    staged = load_dataset(folder, stage=stage).staged_logs
+    assert staged is not None and staged.num_rows == 61
+    now = stored_spans(tmp_path / "stage")
+    assert len(now) == good + 1 and {k: now[k] for k in stored} == stored
