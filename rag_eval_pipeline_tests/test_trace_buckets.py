@@ -259,3 +259,17 @@ def test_a_file_with_problems_stores_nothing_and_is_read_again(
     assert staged is not None and staged.num_rows == 61
     now = stored_spans(tmp_path / "stage")
     assert len(now) == good + 1 and {k: now[k] for k in stored} == stored
+
+
+def test_a_traces_folder_without_a_span_stages_every_column(tmp_path: Path) -> None:
+    """Empty trace files: no row, but the columns and types of the whole table's staging."""
+    folder = write_version(tmp_path / "v1", "json", [])
+    (folder / "traces" / "traces.json").write_text("\n")
+    before = LogStage(storage_path(tmp_path / "before")).stage(
+        "key", TableBatches.of(with_log_ids(load_dataset(folder).logs, 0)).frames()
+    )
+    staged = load_dataset(folder, stage=LogStage(storage_path(tmp_path / "stage"))).staged_logs
+    assert staged is not None and staged.num_rows == 0 == before.num_rows
+    now = pd.concat(staged.whole().frames(), ignore_index=True)
+    assert len(now.columns) > 10
+    pd.testing.assert_frame_equal(now, pd.concat(before.whole().frames(), ignore_index=True))

@@ -127,9 +127,14 @@ def trace_interaction_chunks(
     one frame per UTC day, days in order, each in (`timestamp`, `log_id`) order: the spans
     spilled to buckets by trace (`buckets`), each bucket's rows spilled by day (`by_day`).
     Together they are `trace_interactions`'s rows, in its order. With a `store`, each file's
-    spilled spans are kept there and a file parsed once (`span_store`)."""
+    spilled spans are kept there and a file parsed once (`span_store`). No trace: one frame
+    without rows, every column."""
+    empty = True
     for rows, calls in rows_by_day(_bucket_rows(folder, day, store)):
+        empty = False
         yield _frame(rows, calls)
+    if empty:
+        yield _frame([], [])
 
 
 def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
