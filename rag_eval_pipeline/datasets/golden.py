@@ -24,7 +24,11 @@ from rag_eval_pipeline.datasets.formats import (
     beir_queries,
     evaluation_tables,
 )
-from rag_eval_pipeline.datasets.log_chunks import validated_log_chunks, with_log_ids
+from rag_eval_pipeline.datasets.log_chunks import (
+    validated_log_chunks,
+    validated_log_frames,
+    with_log_ids,
+)
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
@@ -34,7 +38,13 @@ from rag_eval_pipeline.datasets.readers import (
     trec_run_batches,
 )
 from rag_eval_pipeline.datasets.staged_logs import LogStage, StagedLogs, stage_key
-from rag_eval_pipeline.datasets.traces import TRACES_FOLDER, has_traces, trace_interactions
+from rag_eval_pipeline.datasets.traces import (
+    TRACES_FOLDER,
+    has_traces,
+    trace_interaction_chunks,
+    trace_interactions,
+)
+from rag_eval_pipeline.datasets.traces.span_store import SpanStore
 from rag_eval_pipeline.datasets.validation import (
     MAX_TEXT_CHARS,
     SCHEMAS,
@@ -254,7 +264,9 @@ class _LogsPlan:
 
     `found`: the copy staged for these very files (then nothing is read again); `parquet`: a
     timestamped `logs.parquet`, validated and staged in one chunked pass after the other tables
-    (`deferred`); otherwise the logs are read whole as without a stage, and staged once valid.
+    (`deferred`); `traces`: a `traces/` folder, read in bounded memory and staged the same way
+    (`_stage_traces`); otherwise the logs are read whole as without a stage, and staged once
+    valid.
     """
 
     folder: Path
@@ -262,6 +274,7 @@ class _LogsPlan:
     key: str = ""
     found: StagedLogs | None = None
     parquet: Path | None = None
+    traces: bool = False
 
     @staticmethod
     def of(
@@ -275,12 +288,12 @@ class _LogsPlan:
         found = stage.find(key)
         if found is None and path is not None and _timestamped_parquet(folder, path):
             return _LogsPlan(folder, stage, key, parquet=path)
-        return _LogsPlan(folder, stage, key, found)
+        return _LogsPlan(folder, stage, key, found, traces=traces and found is None)
 
     @property
     def deferred(self) -> bool:
         """The loop over tables skips the logs (found staged, or read in chunks later)."""
-        return self.found is not None or self.parquet is not None
+        return self.found is not None or self.parquet is not None or self.traces
 
     def staged_logs(
         self,
@@ -294,6 +307,8 @@ class _LogsPlan:
             return self.found
         if self.parquet is not None:
             return self._stage_parquet(tables, issues, limits)
+        if self.traces:
+            return self._stage_traces(tables, issues, limits)
         logs = tables.get("logs")
         if issues or not isinstance(logs, pd.DataFrame) or "timestamp" not in logs.columns:
             return None
@@ -314,17 +329,47 @@ class _LogsPlan:
         known = None if issues or corpus is None else set(corpus["doc_id"])
         before = len(issues)
         chunks = validated_log_chunks(self.parquet, label, limits.max_text_chars, known, issues)
-        try:
-            if before:  # the version is refused anyway: validate only
-                for _ in chunks:
-                    pass
-                return None
-            return self.stage.stage(self.key, _stop_on_problems(chunks, issues))
-        except DatasetError as error:
-            issues.extend(error.issues)
-        except _InvalidLogs:
-            pass
-        return None
+        return _stage_valid(self.stage, self.key, chunks, issues, refused=before > 0)
+
+    def _stage_traces(
+        self,
+        tables: dict[str, pd.DataFrame | TableBatches],
+        issues: list[ValidationIssue],
+        limits: DatasetLimits,
+    ) -> StagedLogs | None:
+        """Read `traces/` in bounded memory (`trace_interaction_chunks`: day by day, rows
+        numbered as in the whole table; each file parsed once, its spans kept under the stage,
+        `span_store`), validated and staged in one pass as `_stage_parquet`."""
+        assert self.stage is not None
+        corpus = tables.get("corpus")
+        known = None if issues or corpus is None else set(corpus["doc_id"])
+        before = len(issues)
+        days = trace_interaction_chunks(self.folder, store=SpanStore.under(self.stage.root))
+        label = f"{TRACES_FOLDER}/"
+        chunks = validated_log_frames(days, label, limits.max_text_chars, known, issues)
+        return _stage_valid(self.stage, self.key, chunks, issues, refused=before > 0)
+
+
+def _stage_valid(
+    stage: LogStage,
+    key: str,
+    chunks: Iterator[pd.DataFrame],
+    issues: list[ValidationIssue],
+    refused: bool,
+) -> StagedLogs | None:
+    """Stage the validated `chunks` under `key` unless they add problems to `issues`; when the
+    version is `refused` anyway, only validate them."""
+    try:
+        if refused:
+            for _ in chunks:
+                pass
+            return None
+        return stage.stage(key, _stop_on_problems(chunks, issues))
+    except DatasetError as error:
+        issues.extend(error.issues)
+    except _InvalidLogs:
+        pass
+    return None
 
 
 def _timestamped_parquet(folder: Path, path: Path) -> bool:

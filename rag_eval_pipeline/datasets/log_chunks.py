@@ -8,7 +8,7 @@ bytes per row; two different ids colliding has a probability below 1e-5 for 30 m
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +37,25 @@ def validated_log_chunks(
     corpus_ids: set[str] | None,
     issues: list[ValidationIssue],
 ) -> Iterator[pd.DataFrame]:
-    """The coerced chunks of `path` with a `log_id`; the problems found go to `issues` (the
-    first `MAX_LOG_ISSUES`, then a line saying the rest was not checked). References are
-    checked until a first problem, as the whole table's are only when it has none."""
+    """The coerced chunks of `path` with a `log_id` (`validated_log_frames`)."""
+    chunks = parquet_chunks(path, LOG_CHUNK_ROWS)
+    return validated_log_frames(chunks, label, max_text_chars, corpus_ids, issues)
+
+
+def validated_log_frames(
+    frames: Iterable[pd.DataFrame],
+    label: str,
+    max_text_chars: int,
+    corpus_ids: set[str] | None,
+    issues: list[ValidationIssue],
+) -> Iterator[pd.DataFrame]:
+    """The coerced `frames` (the rows of one table, in order) with a `log_id`; the problems
+    found go to `issues` (the first `MAX_LOG_ISSUES`, then a line saying the rest was not
+    checked). References are checked until a first problem, as the whole table's are only
+    when it has none."""
     seen = np.empty(0, np.uint64)
     first = 0
-    for raw in parquet_chunks(path, LOG_CHUNK_ROWS):
+    for raw in frames:
         validator = TableValidator(raw, label, max_text_chars, first_row=first + 1)
         chunk = validator.check_schema(SCHEMAS["logs"])
         if "log_id" in chunk.columns:

@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from functools import partial
@@ -154,8 +154,7 @@ class LogStage:
                 _publish_object(manifest.model_dump_json(), self.root / key / STAGED_MANIFEST)
             else:
                 (built / STAGED_MANIFEST).write_text(manifest.model_dump_json())
-                with stage_lock(self.root):
-                    _publish_folder(built, Path(local) / key)
+                publish_folder(built, self.root, read_manifest)
         with cache_write("the staged copies' cleanup", self.root):
             prune_stage(self.root, STAGED_KEEP_DAYS * 86_400, STAGED_GRACE_S)
         published = self.find(key)
@@ -212,16 +211,23 @@ def _write_days(chunks: Iterable[pd.DataFrame], parts: Path, out: Path) -> tuple
     return num_rows, names
 
 
-def _publish_folder(built: Path, target: Path) -> None:
-    """Rename `built` to `target` (under the stage's lock); when another writer published it
-    first, keep theirs, unless its manifest does not read: then put it aside and publish ours."""
+def publish_folder(built: Path, root: UPath, read: Callable[[UPath], BaseModel | None]) -> None:
+    """Publish the entry built at `built` (with its manifest) as `<root>/<built.name>` of a
+    local stage, under the stage's lock: renamed into place; when another writer published it
+    first, theirs is kept, unless its manifest does not `read`: then it is put aside and ours
+    published."""
+    with stage_lock(root):
+        _publish_folder(built, Path(root.path) / built.name, read)
+
+
+def _publish_folder(built: Path, target: Path, read: Callable[[UPath], BaseModel | None]) -> None:
     try:
         os.rename(built, target)
         return
     except OSError:
         if not target.exists():
             raise
-    if read_manifest(storage_path(target / STAGED_MANIFEST)) is not None:
+    if read(storage_path(target / STAGED_MANIFEST)) is not None:
         return
     aside = tempfile.mkdtemp(dir=target.parent, prefix=temporary_prefix(target), suffix=".tmp")
     os.rename(target, Path(aside) / target.name)

@@ -5,6 +5,7 @@ from rag_eval_pipeline.datasets.traces.interactions import (
     TRACES_FOLDER,
     has_traces,
     logs_origin,
+    trace_interaction_chunks,
     trace_interactions,
 )
 
@@ -13,5 +14,6 @@ __all__ = [
     "TRACES_FOLDER",
     "has_traces",
     "logs_origin",
+    "trace_interaction_chunks",
     "trace_interactions",
 ]

@@ -1,20 +1,20 @@
 """A dataset's `traces/` folder as interactions: one row per trace, in the `logs.*` columns.
 
 Files are read one after the other and each span is reduced as it is read (`Span`: only the
-mapped attributes), then grouped by trace id. The root span (no parent; else the earliest span
-whose parent is not in the export) is the interaction: `log_id` = trace id, `timestamp` = its
-start, `latency_ms` = its duration, `error` = its ERROR status or `exception` event (else the
-entry span's). The entry span (the root, or the span closest to it that records an
-`input.value`, as under an HTTP server span) gives `question`/`answer` = its
+mapped attributes), then grouped by trace id in bounded memory (`buckets`). The root span (no
+parent; else the earliest span whose parent is not in the export) is the interaction: `log_id`
+= trace id, `timestamp` = its start, `latency_ms` = its duration, `error` = its ERROR status or
+`exception` event (else the entry span's). The entry span (the root, or the span closest to it
+that records an `input.value`, as under an HTTP server span) gives `question`/`answer` = its
 `input.value`/`output.value` (the question else the first RETRIEVER span's input);
 `session_id`/`user_id` = `session.id`/`user.id` (the entry's, the root's, else any span's).
 RETRIEVER spans give `retrieved_doc_ids`/`contexts` (`retrieval.documents.N.document.id` and
 `.content`, spans in start order, each id once) and `retrieval_latency_ms`; LLM spans give
-`generation_latency_ms` (both: the time covered by the union of the spans' intervals, so
-nested or parallel calls count once), the token counts (`llm.token_count.*`, else
-`gen_ai.usage.*`) and `cost_usd` (each call priced by litellm, summed; NaN when one is
-unknown). `feedback` is a `feedback` attribute, else a user's feedback annotation (Phoenix).
-The full mapping table is in docs/traces.md.
+`generation_latency_ms` (both: the time covered by the union of the spans' intervals, so nested
+or parallel calls count once), the token counts (`llm.token_count.*`, else `gen_ai.usage.*`)
+and `cost_usd` (each call priced by litellm, summed; NaN when one is unknown). `feedback` is a
+`feedback` attribute, else a user's feedback annotation (Phoenix). The full mapping table is in
+docs/traces.md.
 
 A value under `input.value`/`output.value` whose mime type is `application/json` and that holds
 an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`) text.
@@ -23,12 +23,15 @@ an object gives its `question`/`query`/`input` (resp. `answer`/`output`/`result`
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
+from rag_eval_pipeline.datasets.traces.buckets import FileStore, Seen, Window, spilled_traces
+from rag_eval_pipeline.datasets.traces.by_day import Call, Rows, joined, rows_by_day
 from rag_eval_pipeline.datasets.traces.conventions import (
     FEEDBACK,
     GEN_AI_INPUT_TOKENS,
@@ -49,7 +52,6 @@ from rag_eval_pipeline.datasets.traces.conventions import (
     Span,
 )
 from rag_eval_pipeline.datasets.traces.detect import Reader, trace_reader
-from rag_eval_pipeline.datasets.traces.phoenix import Feedback
 from rag_eval_pipeline.datasets.versions import escapes_folder, find_table_file
 from rag_eval_pipeline.metrics.traffic import token_costs
 from rag_eval_pipeline.text.shown import shown_value
@@ -78,7 +80,6 @@ QUESTION_KEYS = ("question", "query", "input", "user_input")
 ANSWER_KEYS = ("answer", "output", "result", "response")
 JSON_MIME = "application/json"
 
-Window = tuple[int, int]
 CLOCK_SKEW_NS = 60 * 10**9
 TRACE_MARGIN_NS = 24 * 3600 * 10**9
 
@@ -119,66 +120,104 @@ def _error(label: str, message: str) -> DatasetError:
     return DatasetError(label, [ValidationIssue(label, message)])
 
 
-def read_traces(
-    folder: Path, window: Window | None = None
-) -> tuple[dict[str, dict[str, Span]], dict[str, str]]:
-    """The spans of every trace file, by trace id and span id (a span exported twice is kept
-    once), and the users' feedback by span id (span annotations). With `window` (UTC
-    nanoseconds [start, end)), only spans starting in it are kept."""
-    traces: dict[str, dict[str, Span]] = {}
-    feedback: dict[str, str] = {}
-    problems: list[ValidationIssue] = []
-    for path, label, reader in trace_files(folder):
-        try:
-            for record in reader(path, label):
-                if isinstance(record, Feedback):
-                    feedback.setdefault(record.span_id, record.value)
-                elif window is None or window[0] <= record.start_ns < window[1]:
-                    traces.setdefault(record.trace_id, {}).setdefault(record.span_id, record)
-        except DatasetError as error:  # every file's problems, not the first file's only
-            problems.extend(error.issues)
-        if len(problems) >= FileProblems.MAX_PROBLEMS:
-            break
-    if problems:
-        raise DatasetError(TRACES_FOLDER, problems)
-    return traces, feedback
+def trace_interaction_chunks(
+    folder: Path, day: Window | None = None, store: FileStore | None = None
+) -> Iterator[pd.DataFrame]:
+    """The interactions of `<folder>/traces/` (see `trace_interactions`) in bounded memory,
+    one frame per UTC day, days in order, each in (`timestamp`, `log_id`) order: the spans
+    spilled to buckets by trace (`buckets`), each bucket's rows spilled by day (`by_day`).
+    Together they are `trace_interactions`'s rows, in its order. With a `store`, each file's
+    spilled spans are kept there and a file parsed once (`span_store`). No trace: one frame
+    without rows, every column."""
+    empty = True
+    for rows, calls in rows_by_day(_bucket_rows(folder, day, store)):
+        empty = False
+        yield _frame(rows, calls)
+    if empty:
+        yield _frame([], [])
 
 
 def trace_interactions(folder: Path, day: Window | None = None) -> pd.DataFrame:
     """The interactions of `<folder>/traces/` (columns `INTERACTION_COLUMNS`), one per trace,
-    in (`timestamp`, `log_id`) order.
+    in (`timestamp`, `log_id`) order: the rows of `trace_interaction_chunks`, in one frame.
 
     With `day` (UTC nanoseconds [start, end)): only the traces whose root starts in it, from
     the spans starting between `CLOCK_SKEW` before it and `TRACE_MARGIN` after it (a child
-    span starts after its root, give or take the clock skew between hosts), so memory holds
-    about two days of reduced spans; a trace whose spans run past `TRACE_MARGIN` is cut, and
-    one whose root span is missing (its children found without it) is not read by day."""
+    span starts after its root, give or take the clock skew between hosts); a trace whose
+    spans run past `TRACE_MARGIN` is cut, and one whose root span is missing (its children
+    found without it) is not read by day."""
+    return _frame(*joined(_bucket_rows(folder, day, None)))
+
+
+def _bucket_rows(folder: Path, day: Window | None, store: FileStore | None) -> Iterator[Rows]:
+    """Bucket by bucket (`buckets.spilled_traces`), the rows of its traces and their LLM calls
+    (row position, model, prompt, completion); none once a trace had a problem. The problems
+    of the traces raise at the end, in the order the folder first met the traces, up to
+    `FileProblems.MAX_PROBLEMS` (the first ones, as a reading in that order stops there)."""
     window = None if day is None else (day[0] - CLOCK_SKEW_NS, day[1] + TRACE_MARGIN_NS)
-    rows, llm_calls = [], []
-    traces, feedback = read_traces(folder, window)
-    problems = FileProblems(TRACES_FOLDER)
-    for spans in traces.values():
-        ordered = sorted(spans.values(), key=lambda s: (s.start_ns, s.span_id))
-        root = _root(ordered)
-        if day is not None and (root.parent_id is not None or not day[0] <= root.start_ns < day[1]):
-            continue  # the root is on another day (or outside the export)
-        read = problems.attempt(_interaction, root, ordered, feedback)
-        if read is None:
-            if problems.full:
-                break
-            continue
-        row, calls = read
-        llm_calls.extend((len(rows), *call) for call in calls)
-        rows.append(row)
+    problems = _FirstProblems()
+    with spilled_traces(trace_files(folder), TRACES_FOLDER, window, store) as spilled:
+        for traces in spilled.traces():
+            rows: list[dict[str, object]] = []
+            calls: list[Call] = []
+            for seen, spans in traces:
+                ordered = sorted(spans.values(), key=lambda s: (s.start_ns, s.span_id))
+                root = _root(ordered)
+                if day is not None and (
+                    root.parent_id is not None or not day[0] <= root.start_ns < day[1]
+                ):
+                    continue  # the root is on another day (or outside the export)
+                try:
+                    row, row_calls = _interaction(root, ordered, spilled.feedback)
+                except DatasetError as error:
+                    problems.add(seen, error)
+                    continue
+                calls.extend((len(rows), *call) for call in row_calls)
+                rows.append(row)
+            if rows and not problems.found:
+                yield rows, calls
     problems.raise_if_any()
+
+
+class _FirstProblems:
+    """The traces' problems found in any order, kept as the first `MAX_PROBLEMS` in the order
+    the traces were first met (`Seen`)."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[Seen, DatasetError]] = []
+
+    def add(self, seen: Seen, error: DatasetError) -> None:
+        self.found.append((seen, error))
+        if len(self.found) > 2 * FileProblems.MAX_PROBLEMS:
+            self.found = self._first()
+
+    def _first(self) -> list[tuple[Seen, DatasetError]]:
+        kept, count = [], 0
+        for seen, error in sorted(self.found, key=lambda found: found[0]):
+            if count >= FileProblems.MAX_PROBLEMS:
+                break
+            kept.append((seen, error))
+            count += len(error.issues)
+        return kept
+
+    def raise_if_any(self) -> None:
+        problems = FileProblems(TRACES_FOLDER)
+        for _, error in self._first():
+            problems.add(error)
+        problems.raise_if_any()
+
+
+def _frame(rows: list[dict[str, object]], calls: list[Call]) -> pd.DataFrame:
+    """The interactions of `rows` (and their LLM calls, priced), in (`timestamp`, `log_id`)
+    order."""
     frame = pd.DataFrame(rows, columns=[c for c in INTERACTION_COLUMNS if c != "cost_usd"])
     frame["timestamp"] = pd.to_datetime(frame["timestamp"].astype("int64"), utc=True)
-    frame["cost_usd"] = _trace_costs(len(frame), llm_calls)
+    frame["cost_usd"] = _trace_costs(len(frame), calls)
     frame = frame[INTERACTION_COLUMNS].sort_values(["timestamp", "log_id"], kind="stable")
     return frame.reset_index(drop=True)
 
 
-def _trace_costs(n_traces: int, calls: list[tuple[int, object, float, float]]) -> np.ndarray:
+def _trace_costs(n_traces: int, calls: list[Call]) -> np.ndarray:
     """Per trace, the sum of its LLM calls priced by `token_costs` (NaN when one is unknown,
     or when it made none)."""
     cost = np.full(n_traces, np.nan)
