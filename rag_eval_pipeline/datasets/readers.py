@@ -168,13 +168,14 @@ def delimited_chunks(path: Path, delimiter: str, rows: int) -> Iterator[pd.DataF
             sep=delimiter,
             dtype=str,
             keep_default_na=False,
+            na_values=[""],  # only an empty value is missing: "NA" and "null" are text
             quoting=csv.QUOTE_MINIMAL,
             chunksize=rows,
         ) as reader:
             while not issues and (frame := next(reader, None)) is not None:
                 pending.extend(islice(starts, rows))
                 lines, pending = _first_lines(pending, len(frame)), pending[len(frame) :]
-                yield _with_lines(frame.replace({"": None}), lines)
+                yield _with_lines(frame, lines)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
         failure = error
     for _ in starts:  # the rest of the file's problems
@@ -455,6 +456,25 @@ def read_table(path: Path) -> pd.DataFrame:
     if path.suffix.lower() == ".parquet":
         return read_parquet(path)
     return _whole(table_chunks(path, JSONL_BATCH_ROWS))
+
+
+def first_columns(path: Path) -> list[str]:
+    """The columns the table of `path` names first, read from its head only: a Parquet
+    file's schema, a CSV/TSV header, the keys of a JSON lines file's first object (a later
+    object may add some); none when that head is unreadable."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            return list(pq.read_schema(path).names)
+        if suffix in DELIMITERS:
+            return next(csv.reader([_first_line(path)], delimiter=DELIMITERS[suffix]), [])
+        if suffix != ".jsonl":
+            return []
+        lines = (text for _, text, _ in text_lines(path) if text is None or text.strip())
+        record, _ = _json_object(next(lines, None) or "")
+        return list(record or ())
+    except (OSError, ValueError):  # pyarrow's errors derive from these
+        return []
 
 
 def table_chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
