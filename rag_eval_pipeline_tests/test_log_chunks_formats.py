@@ -10,6 +10,7 @@ interactions, one undated, keys missing from the first chunk's lines.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from rag_eval_pipeline.datasets import golden, log_chunks, readers
 from rag_eval_pipeline.datasets.errors import DatasetError
-from rag_eval_pipeline.datasets.golden import load_dataset
+from rag_eval_pipeline.datasets.golden import DatasetLimits, load_dataset
 from rag_eval_pipeline.datasets.lines import MAX_RECORD_BYTES_ENV
 from rag_eval_pipeline.datasets.staged_logs import STAGED_MANIFEST, LogStage
 from rag_eval_pipeline.storage.objects import storage_path
@@ -33,10 +34,19 @@ FORMATS = ("jsonl", "csv", "tsv", "parquet")
 
 
 @pytest.fixture(autouse=True)
-def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def chunked_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Small chunks; the logs files read by the chunked path, in order."""
     monkeypatch.setattr(log_chunks, "LOG_CHUNK_ROWS", CHUNK)
     monkeypatch.setattr(readers, "JSONL_BATCH_ROWS", 7)  # the whole-file path's own batches
     monkeypatch.setattr(readers, "DELIMITED_CHUNK_ROWS", 7)
+    read: list[Path] = []
+
+    def recorded(path: Path, *args: object) -> Iterator[pd.DataFrame]:
+        read.append(path)
+        return log_chunks.validated_log_chunks(path, *args)
+
+    monkeypatch.setattr(golden, "validated_log_chunks", recorded)
+    return read
 
 
 def logs_records() -> list[dict]:
@@ -95,10 +105,11 @@ def whole_file_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_chunked_path_stages_the_rows_of_the_whole_file_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked_reads: list[Path], fmt: str
 ) -> None:
     folder = write_version(tmp_path / "v1", logs_records(), fmt)
     chunked = load_dataset(folder, stage=LogStage(storage_path(tmp_path / "chunked")))
+    assert chunked_reads == [folder / f"logs.{fmt}"]
     with monkeypatch.context() as patched:
         whole_file_path(patched)
         whole = load_dataset(folder, stage=LogStage(storage_path(tmp_path / "whole")))
@@ -165,7 +176,7 @@ BAD_FILES = {
 
 @pytest.mark.parametrize("case", sorted(BAD_FILES))
 def test_a_bad_file_gets_the_whole_file_readers_problems_and_stages_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked_reads: list[Path], case: str
 ) -> None:
     monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "500")
     fmt, lines = BAD_FILES[case]
@@ -174,6 +185,7 @@ def test_a_bad_file_gets_the_whole_file_readers_problems_and_stages_nothing(
     stage_root = tmp_path / "stage"
     with pytest.raises(DatasetError) as chunked:
         load_dataset(folder, stage=LogStage(storage_path(stage_root)))
+    assert chunked_reads == [folder / f"logs.{fmt}"]
     with pytest.raises(DatasetError) as whole:
         load_dataset(folder)
     got = [str(issue) for issue in chunked.value.issues]
@@ -186,13 +198,14 @@ def test_a_bad_file_gets_the_whole_file_readers_problems_and_stages_nothing(
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_log_id_repeated_in_a_later_chunk_is_a_duplicate_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+    tmp_path: Path, chunked_reads: list[Path], fmt: str
 ) -> None:
     records = logs_records()
     records[3 * CHUNK + 2]["log_id"] = records[1]["log_id"]
     folder = write_version(tmp_path / "v1", records, fmt)
     with pytest.raises(DatasetError) as chunked:
         load_dataset(folder, stage=LogStage(storage_path(tmp_path / "stage")))
+    assert chunked_reads == [folder / f"logs.{fmt}"]
     with pytest.raises(DatasetError) as whole:
         load_dataset(folder)
     assert [str(i) for i in chunked.value.issues] == [str(i) for i in whole.value.issues]
@@ -258,3 +271,14 @@ def test_staged_traces_follow_the_traces_and_the_corpus_only(tmp_path: Path) -> 
     assert staged_folder(folder, stage) == first
     write_otlp(folder / "traces", traces[:-1], seed=9)
     assert staged_folder(folder, stage).parent != first.parent
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_no_file_size_limit_applies_to_logs_read_in_chunks(tmp_path: Path, fmt: str) -> None:
+    folder = write_version(tmp_path / "v1", logs_records(), fmt)
+    small = DatasetLimits(max_file_bytes=2_000)  # the logs file holds about 15 kB
+    dataset = load_dataset(folder, limits=small, stage=LogStage(storage_path(tmp_path / "stage")))
+    assert dataset.staged_logs is not None
+    assert dataset.staged_logs.num_rows == DAYS * PER_DAY
+    with pytest.raises(DatasetError, match=f"logs.{fmt}: .* bytes, over the 2,000-byte limit"):
+        load_dataset(folder, limits=small)  # without a stage, the file is read whole

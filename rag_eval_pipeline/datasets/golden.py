@@ -23,7 +23,11 @@ from rag_eval_pipeline.datasets.formats import (
     beir_queries,
     evaluation_tables,
 )
-from rag_eval_pipeline.datasets.log_chunks import validated_log_chunks, with_log_ids
+from rag_eval_pipeline.datasets.log_chunks import (
+    STAGED_ROWS_RULE,
+    validated_log_chunks,
+    with_log_ids,
+)
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
@@ -325,14 +329,15 @@ class _LogsPlan:
 def interactions_key(folder: Path, limits: DatasetLimits) -> str:
     """The name of a version's staged interactions: the digest of what their rows depend on,
     the interaction files (`traces/`, else `logs.*`), the corpus file whose ids they are checked
-    against, and the limits they were validated under. Another file of the version (queries,
-    qrels, runs, labels, `dataset.yaml`) changes nothing staged: the copy is reused."""
+    against, the limits they were validated under and the rule that reads them
+    (`STAGED_ROWS_RULE`). Another file of the version (queries, qrels, runs, labels,
+    `dataset.yaml`) changes nothing staged: the copy is reused."""
     logs = find_table_file(folder, "logs")
     corpus = find_table_file(folder, "corpus")
     files = [TRACES_FOLDER] if has_traces(folder) else [logs.name] if logs else []
     only = tuple(files + ([corpus.name] if corpus else []))
     fingerprint = files_fingerprint(folder, only=only)
-    return stage_key(fingerprint, limits.max_file_bytes, limits.max_text_chars)
+    return stage_key(fingerprint, limits.max_file_bytes, limits.max_text_chars, STAGED_ROWS_RULE)
 
 
 def _timestamped_logs(folder: Path, path: Path) -> bool:

@@ -24,6 +24,7 @@ from rag_eval_pipeline.datasets.validation import SCHEMAS, TableValidator
 
 LOG_CHUNK_ROWS = 200_000
 MAX_LOG_ISSUES = 100
+STAGED_ROWS_RULE = 1  # part of the staged copy's key: raised when the same files stage other rows
 
 
 def with_log_ids(chunk: pd.DataFrame, first: int) -> pd.DataFrame:
