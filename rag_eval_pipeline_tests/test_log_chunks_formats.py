@@ -282,3 +282,16 @@ def test_no_file_size_limit_applies_to_logs_read_in_chunks(tmp_path: Path, fmt: 
     assert dataset.staged_logs.num_rows == DAYS * PER_DAY
     with pytest.raises(DatasetError, match=f"logs.{fmt}: .* bytes, over the 2,000-byte limit"):
         load_dataset(folder, limits=small)  # without a stage, the file is read whole
+
+
+def test_an_integer_id_beside_a_null_stays_an_integer_in_any_chunking(tmp_path: Path) -> None:
+    path = tmp_path / "logs.jsonl"
+    ids = [7, None, 8, 9, None]
+    path.write_text(
+        "".join(json.dumps({"shown_doc_id": i, "log_id": 10**17 + 1}) + "\n" for i in ids)
+    )
+    for rows in (1, 2, 5):
+        chunks = list(readers.jsonl_chunks(path, rows))
+        shown = [None if pd.isna(i) else i for c in chunks for i in c["shown_doc_id"]]
+        assert shown == ["7", None, "8", "9", None]  # not "7.0"
+        assert {i for c in chunks for i in c["log_id"]} == {"100000000000000001"}

@@ -124,8 +124,8 @@ def _whole(chunks: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """The chunks of a file as one frame, with the lines of all (a column null in one chunk
     is `object` there: its type is inferred again, as one frame of the file would have it)."""
     frames = list(chunks)
-    if len(frames) == 1:
-        return frames[0]
+    if len(frames) <= 1:
+        return frames[0] if frames else _with_lines(pd.DataFrame(), np.empty(0, np.int64))
     lines = np.concatenate([frame.attrs.pop("lines") for frame in frames])
     return _with_lines(pd.concat(frames, ignore_index=True).infer_objects(), lines)
 
@@ -453,9 +453,12 @@ def _run_columns(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 
 def read_table(path: Path) -> pd.DataFrame:
     """Read a table by its extension: `.jsonl`, `.csv`, `.tsv` or `.parquet`."""
-    if path.suffix.lower() == ".parquet":
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
         return read_parquet(path)
-    return _whole(table_chunks(path, JSONL_BATCH_ROWS))
+    return _whole(
+        table_chunks(path, DELIMITED_CHUNK_ROWS if suffix in DELIMITERS else JSONL_BATCH_ROWS)
+    )
 
 
 def first_columns(path: Path) -> list[str]:
