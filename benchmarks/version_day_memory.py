@@ -1,8 +1,9 @@
 """Scale: memory and time of one day's partition of a version holding many days of logs.
 
-Writes a version (5 queries, 1,000 documents) whose `logs.parquet` holds `--days` days of
-`--per-day` interactions (the traffic benchmark's synthetic interactions, in time order). Then,
-each in a fresh child process (peak RSS is the child's own, measured after its imports):
+Writes a version (5 queries, 1,000 documents) whose logs (`logs.parquet`, or with `--format`
+`logs.jsonl` / `logs.csv`, converted batch by batch) hold `--days` days of `--per-day`
+interactions (the traffic benchmark's synthetic interactions, in time order). Then, each in a
+fresh child process (peak RSS is the child's own, measured after its imports):
 
 - `--before`: `golden_dataset`'s work as it was, the whole version in memory: `load_dataset`
   without a stage and the snapshot of every log row;
@@ -22,6 +23,7 @@ Prints each step's wall time and peak RSS against the 3 GiB a day's partition sh
     .venv/bin/python benchmarks/version_day_memory.py --per-day 1000000     # the issue's goal
     .venv/bin/python benchmarks/version_day_memory.py --per-day 1000000 --prestage
                                     # the day partitions only, the staged copy written unvalidated
+    .venv/bin/python benchmarks/version_day_memory.py --per-day 100000 --format jsonl
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.storage.digest_cache import RACY_MARGIN_NS
@@ -52,8 +55,8 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def write_version(folder: Path, days: int, per_day: int) -> float:
-    """The version folder; returns the size of its logs in MiB."""
+def write_version(folder: Path, days: int, per_day: int, fmt: str = "parquet") -> float:
+    """The version folder, its logs as `logs.<fmt>`; returns the size of its logs in MiB."""
     import traffic_scale
 
     traffic_scale.DAYS = days  # the generator spreads its interactions over DAYS days
@@ -68,7 +71,25 @@ def write_version(folder: Path, days: int, per_day: int) -> float:
     )
     (folder / "qrels.csv").write_text("query_id,doc_id,relevance\nq0,d0,1\n")
     traffic_scale.write_logs(folder / "logs.parquet", days * per_day)
-    return (folder / "logs.parquet").stat().st_size / 2**20
+    if fmt != "parquet":
+        convert_logs(folder / "logs.parquet", folder / f"logs.{fmt}")
+    return (folder / f"logs.{fmt}").stat().st_size / 2**20
+
+
+def convert_logs(parquet: Path, target: Path) -> None:
+    """The Parquet logs as JSON lines (ISO timestamps, lists as arrays) or CSV (lists as
+    `a|b|c`), batch by batch; the Parquet file is removed."""
+    with target.open("w") as out:
+        for number, batch in enumerate(pq.ParquetFile(parquet).iter_batches(batch_size=100_000)):
+            frame = batch.to_pandas()
+            if target.suffix == ".jsonl":
+                out.write(frame.to_json(orient="records", lines=True, date_unit="ns"))
+                out.write("\n")
+                continue
+            frame["retrieved_doc_ids"] = frame["retrieved_doc_ids"].map("|".join)
+            frame["timestamp"] = frame["timestamp"].map(pd.Timestamp.isoformat)
+            frame.to_csv(out, index=False, header=number == 0)
+    parquet.unlink()
 
 
 def golden_step(folder: Path, snapshot: Path, offset: int, staged: str | None) -> Step:
@@ -95,16 +116,14 @@ def prestage_step(folder: Path, staged: str) -> Step:
     """`--prestage`: the staged copy written from the generated rows, their feedback coerced as
     validation coerces it (`satisfaction_scores`) but not validated row by row: the staging
     pass at a size whose validation (~100 µs a row here) would not finish in a session."""
-    from rag_eval_pipeline.datasets.golden import DatasetLimits
-    from rag_eval_pipeline.datasets.staged_logs import LogStage, stage_key
+    from rag_eval_pipeline.datasets.golden import DatasetLimits, interactions_key
+    from rag_eval_pipeline.datasets.staged_logs import LogStage
     from rag_eval_pipeline.metrics.traffic import satisfaction_scores
-    from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
     from rag_eval_pipeline.storage.objects import storage_path
 
     imported = peak_mib()
     started = time.perf_counter()
-    limits = DatasetLimits()
-    key = stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+    key = interactions_key(folder, DatasetLimits())
     batches = pq.ParquetFile(folder / "logs.parquet").iter_batches(batch_size=200_000)
     chunks = (
         frame.assign(feedback=satisfaction_scores(frame["feedback"].tolist()))
@@ -182,14 +201,19 @@ def main() -> None:
         "--prestage", action="store_true", help="stage the rows without validating them first"
     )
     parser.add_argument("--tmp", default=None, help="where to write (default: the system's)")
+    parser.add_argument("--format", choices=["parquet", "jsonl", "csv"], default="parquet")
     args = parser.parse_args()
+    if args.prestage and args.format != "parquet":
+        parser.error("--prestage reads logs.parquet")
     spawn = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory(dir=args.tmp) as name:
         tmp = Path(name)
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
-            size = child.submit(write_version, tmp / "big", args.days, args.per_day).result()
+            size = child.submit(
+                write_version, tmp / "big", args.days, args.per_day, args.format
+            ).result()
         print(
-            f"{args.days} days x {args.per_day:,} interactions: logs.parquet {size:,.0f} MiB",
+            f"{args.days} days x {args.per_day:,} interactions: logs.{args.format} {size:,.0f} MiB",
             flush=True,
         )
         os.environ["RAG_EVAL_CACHE"] = str(tmp / "cache")  # the children's file digest cache

@@ -21,10 +21,14 @@ import pytest
 
 from rag_eval_pipeline.datasets import log_chunks
 from rag_eval_pipeline.datasets.errors import DatasetError
-from rag_eval_pipeline.datasets.golden import DatasetLimits, GoldenDataset, load_dataset
-from rag_eval_pipeline.datasets.staged_logs import STAGED_MANIFEST, LogStage, stage_key
+from rag_eval_pipeline.datasets.golden import (
+    DatasetLimits,
+    GoldenDataset,
+    interactions_key,
+    load_dataset,
+)
+from rag_eval_pipeline.datasets.staged_logs import STAGED_MANIFEST, LogStage
 from rag_eval_pipeline.metrics.traffic import time_ordered
-from rag_eval_pipeline.storage.file_fingerprint import files_fingerprint
 from rag_eval_pipeline.storage.objects import storage_path
 from rag_eval_pipeline.storage.parquet import read_parquet, read_tables, write_tables_atomically
 from rag_eval_pipeline_tests.s3_server import s3_bucket, s3_server
@@ -197,8 +201,7 @@ def test_a_copy_staged_on_s3_is_found_by_another_reader(tmp_path: Path, s3_bucke
 
 
 def stage_key_of(folder: Path) -> str:
-    limits = DatasetLimits()
-    return stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+    return interactions_key(folder, DatasetLimits())
 
 
 def test_a_tier_reading_the_snapshot_gets_the_interactions_of_its_date(tmp_path: Path) -> None:

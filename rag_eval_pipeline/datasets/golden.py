@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 
 from rag_eval_pipeline.datasets.errors import DatasetError, ValidationIssue
 from rag_eval_pipeline.datasets.formats import (
@@ -25,6 +24,7 @@ from rag_eval_pipeline.datasets.formats import (
     evaluation_tables,
 )
 from rag_eval_pipeline.datasets.log_chunks import (
+    STAGED_ROWS_RULE,
     validated_log_chunks,
     validated_log_frames,
     with_log_ids,
@@ -32,6 +32,7 @@ from rag_eval_pipeline.datasets.log_chunks import (
 from rag_eval_pipeline.datasets.manifest import DatasetManifest, read_manifest
 from rag_eval_pipeline.datasets.readers import (
     IrregularLayout,
+    first_columns,
     read_qrels,
     read_table,
     read_trec_run,
@@ -214,7 +215,7 @@ def load_dataset(
 
     With a `stage`, timestamped interactions (but a `traffic_replay` version's) are read once
     and kept staged by day (`datasets.staged_logs`, `_LogsPlan`): the dataset's `staged_logs`,
-    not `logs`; a `logs.parquet` is then validated chunk by chunk (no file-size limit).
+    not `logs`; a logs file is then validated chunk by chunk (no file-size limit).
     """
     limits = limits or DatasetLimits()
     folder = Path(folder)
@@ -254,26 +255,22 @@ def load_dataset(
     return GoldenDataset(version=version, manifest=manifest, staged_logs=staged, **tables)
 
 
-class _InvalidLogs(Exception):
-    """Raised into a staging in progress: the logs hold problems, nothing is published."""
-
-
 @dataclass(frozen=True)
 class _LogsPlan:
     """How `load_dataset` reads a version's interactions under a `LogStage`.
 
-    `found`: the copy staged for these very files (then nothing is read again); `parquet`: a
-    timestamped `logs.parquet`, validated and staged in one chunked pass after the other tables
-    (`deferred`); `traces`: a `traces/` folder, read in bounded memory and staged the same way
-    (`_stage_traces`); otherwise the logs are read whole as without a stage, and staged once
-    valid.
+    `found`: the copy staged for these very files (then nothing is read again); `chunked`: a
+    logs file (any table format) whose first record has a `timestamp`, validated and staged in
+    one chunked pass after the other tables (`deferred`); `traces`: a `traces/` folder, read in
+    bounded memory and staged the same way (`_stage_traces`); otherwise the logs are read whole
+    as without a stage, and staged once valid.
     """
 
     folder: Path
     stage: LogStage | None = None
     key: str = ""
     found: StagedLogs | None = None
-    parquet: Path | None = None
+    chunked: Path | None = None
     traces: bool = False
 
     @staticmethod
@@ -284,16 +281,16 @@ class _LogsPlan:
         path = None if traces else find_table_file(folder, "logs")
         if stage is None or manifest.traffic_replay or not (traces or path):
             return _LogsPlan(folder)
-        key = stage_key(files_fingerprint(folder), limits.max_file_bytes, limits.max_text_chars)
+        key = interactions_key(folder, limits)
         found = stage.find(key)
-        if found is None and path is not None and _timestamped_parquet(folder, path):
-            return _LogsPlan(folder, stage, key, parquet=path)
+        if found is None and path is not None and _timestamped_logs(folder, path):
+            return _LogsPlan(folder, stage, key, chunked=path)
         return _LogsPlan(folder, stage, key, found, traces=traces and found is None)
 
     @property
     def deferred(self) -> bool:
         """The loop over tables skips the logs (found staged, or read in chunks later)."""
-        return self.found is not None or self.parquet is not None or self.traces
+        return self.found is not None or self.chunked is not None or self.traces
 
     def staged_logs(
         self,
@@ -305,8 +302,8 @@ class _LogsPlan:
         `logs` table staged is removed from `tables`."""
         if self.stage is None or self.found is not None:
             return self.found
-        if self.parquet is not None:
-            return self._stage_parquet(tables, issues, limits)
+        if self.chunked is not None:
+            return self._stage_chunked(tables, issues, limits)
         if self.traces:
             return self._stage_traces(tables, issues, limits)
         logs = tables.get("logs")
@@ -315,21 +312,19 @@ class _LogsPlan:
         del tables["logs"]
         return self.stage.stage(self.key, TableBatches.of(with_log_ids(logs, 0)).frames())
 
-    def _stage_parquet(
+    def _stage_chunked(
         self,
         tables: dict[str, pd.DataFrame | TableBatches],
         issues: list[ValidationIssue],
         limits: DatasetLimits,
     ) -> StagedLogs | None:
-        """Validate `logs.parquet` chunk by chunk (references to the corpus checked when the
-        other tables hold no problem) and stage it in the same pass when no problem is found."""
-        assert self.parquet is not None and self.stage is not None
-        label = self.parquet.relative_to(self.folder).as_posix()
-        corpus = tables.get("corpus")
-        known = None if issues or corpus is None else set(corpus["doc_id"])
-        before = len(issues)
-        chunks = validated_log_chunks(self.parquet, label, limits.max_text_chars, known, issues)
-        return _stage_valid(self.stage, self.key, chunks, issues, refused=before > 0)
+        """Validate the logs file chunk by chunk and stage it in the same pass
+        (`_stage_validated`); its reader's problems name the file by its path in the folder."""
+        assert self.chunked is not None
+        name, label = self.chunked.name, self.chunked.relative_to(self.folder).as_posix()
+        known = _corpus_ids(tables, issues)
+        chunks = validated_log_chunks(self.chunked, label, limits.max_text_chars, known)
+        return self._stage_validated(chunks, issues, lambda found: _named(found, name, label))
 
     def _stage_traces(
         self,
@@ -339,63 +334,68 @@ class _LogsPlan:
     ) -> StagedLogs | None:
         """Read `traces/` in bounded memory (`trace_interaction_chunks`: day by day, rows
         numbered as in the whole table; each file parsed once, its spans kept under the stage,
-        `span_store`), validated and staged in one pass as `_stage_parquet`."""
+        `span_store`), validated and staged in one pass (`_stage_validated`)."""
         assert self.stage is not None
-        corpus = tables.get("corpus")
-        known = None if issues or corpus is None else set(corpus["doc_id"])
-        before = len(issues)
         days = trace_interaction_chunks(self.folder, store=SpanStore.under(self.stage.root))
         label = f"{TRACES_FOLDER}/"
-        chunks = validated_log_frames(days, label, limits.max_text_chars, known, issues)
-        return _stage_valid(self.stage, self.key, chunks, issues, refused=before > 0)
+        known = _corpus_ids(tables, issues)
+        chunks = validated_log_frames(days, label, limits.max_text_chars, known, TRACES_FOLDER)
+        return self._stage_validated(chunks, issues, lambda found: found)
+
+    def _stage_validated(
+        self,
+        chunks: Iterator[pd.DataFrame],
+        issues: list[ValidationIssue],
+        named: Callable[[list[ValidationIssue]], list[ValidationIssue]],
+    ) -> StagedLogs | None:
+        """Stage the validated `chunks`: a problem raises out of the staging in progress, which
+        publishes nothing, and its problems (`named`) go to `issues`. When the version is
+        refused anyway (`issues`), the chunks are only validated."""
+        assert self.stage is not None
+        try:
+            if issues:
+                for _ in chunks:
+                    pass
+                return None
+            return self.stage.stage(self.key, chunks)
+        except DatasetError as error:
+            issues.extend(named(error.issues))
+        return None
 
 
-def _stage_valid(
-    stage: LogStage,
-    key: str,
-    chunks: Iterator[pd.DataFrame],
-    issues: list[ValidationIssue],
-    refused: bool,
-) -> StagedLogs | None:
-    """Stage the validated `chunks` under `key` unless they add problems to `issues`; when the
-    version is `refused` anyway, only validate them."""
-    try:
-        if refused:
-            for _ in chunks:
-                pass
-            return None
-        return stage.stage(key, _stop_on_problems(chunks, issues))
-    except DatasetError as error:
-        issues.extend(error.issues)
-    except _InvalidLogs:
-        pass
-    return None
+def _corpus_ids(
+    tables: dict[str, pd.DataFrame | TableBatches], issues: list[ValidationIssue]
+) -> set[str] | None:
+    """The corpus's ids the interactions' references are checked against; None when there is
+    no corpus or the other tables already hold a problem (references are then not checked)."""
+    corpus = tables.get("corpus")
+    return None if issues or corpus is None else set(corpus["doc_id"])
 
 
-def _timestamped_parquet(folder: Path, path: Path) -> bool:
-    """`path` is a readable Parquet file of the folder with a `timestamp` column (any other
+def interactions_key(folder: Path, limits: DatasetLimits) -> str:
+    """The name of a version's staged interactions: the digest of what their rows depend on,
+    the interaction files (`traces/`, else `logs.*`), the corpus file whose ids they are checked
+    against, the limits they were validated under and the rule that reads them
+    (`STAGED_ROWS_RULE`). Another file of the version (queries, qrels, runs, labels,
+    `dataset.yaml`) changes nothing staged: the copy is reused."""
+    logs = find_table_file(folder, "logs")
+    corpus = find_table_file(folder, "corpus")
+    files = [TRACES_FOLDER] if has_traces(folder) else [logs.name] if logs else []
+    only = tuple(files + ([corpus.name] if corpus else []))
+    fingerprint = files_fingerprint(folder, only=only)
+    return stage_key(fingerprint, limits.max_file_bytes, limits.max_text_chars, STAGED_ROWS_RULE)
+
+
+def _timestamped_logs(folder: Path, path: Path) -> bool:
+    """`path` is a logs file of the folder whose first record has a `timestamp` (any other
     file takes the whole-table path and its messages)."""
-    if path.suffix != ".parquet" or escapes_folder(folder, path):
-        return False
-    try:
-        return "timestamp" in pq.read_schema(path).names
-    except (OSError, ValueError):  # pyarrow's errors derive from these
-        return False
+    return not escapes_folder(folder, path) and "timestamp" in first_columns(path)
 
 
-def _stop_on_problems(
-    chunks: Iterator[pd.DataFrame], issues: list[ValidationIssue]
-) -> Iterator[pd.DataFrame]:
-    """`chunks`, then `_InvalidLogs` raised when they added problems to `issues` (the staging
-    in progress is abandoned: nothing is published)."""
-    for chunk in chunks:
-        if issues:
-            break
-        yield chunk
-    for _ in chunks:  # the rest is still validated, for the complete list of problems
-        pass
-    if issues:
-        raise _InvalidLogs
+def _named(issues: list[ValidationIssue], name: str, label: str) -> list[ValidationIssue]:
+    """`issues` of a reader, which names its file `name`, with the file named `label` (its
+    path within the version folder)."""
+    return [replace(issue, file=label) if issue.file == name else issue for issue in issues]
 
 
 def _version_tables(
@@ -460,10 +460,7 @@ def _read(
     try:
         return reader(path)
     except DatasetError as error:  # readers name the file; here it is named within the folder
-        issues.extend(
-            replace(issue, file=label) if issue.file == path.name else issue
-            for issue in error.issues
-        )
+        issues.extend(_named(error.issues, path.name, label))
         return None
 
 

@@ -14,6 +14,7 @@ import csv
 import json
 from array import array
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,8 @@ from rag_eval_pipeline.datasets.validation import SOURCE_NAMES
 from rag_eval_pipeline.text.shown import shown_value
 
 JSONL_BATCH_ROWS = 1 << 16
+DELIMITED_CHUNK_ROWS = 1 << 16
+DELIMITERS = {".csv": ",", ".tsv": "\t"}
 ID_COLUMNS = ("doc_id", "query_id", "session_id", "label_id", "log_id", "shown_doc_id")
 TREC_QRELS_COLUMNS = ("query_id", "iteration", "doc_id", "relevance")
 TREC_RUN_COLUMNS = ("query_id", "q0", "doc_id", "rank", "score", "tag")
@@ -67,15 +70,22 @@ JSON_TYPES = {
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
-    """One JSON object per line; blank lines are skipped; every bad line is named by row and
-    line (up to `MAX_FILE_ISSUES`). Objects become columns batch by batch
-    (`JSONL_BATCH_ROWS`): memory holds the columns and one batch of parsed objects, not every
-    object of the file."""
-    batches: list[pd.DataFrame] = []
+    """`jsonl_chunks` of the whole file as one frame."""
+    return _whole(jsonl_chunks(path, JSONL_BATCH_ROWS))
+
+
+def jsonl_chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
+    """One JSON object per line, `rows` objects at a time; blank lines are skipped.
+
+    Each chunk has `attrs["lines"]`, and every column seen in an earlier chunk (null where a
+    line lacks its key, as in one frame of the file). Every bad line is named by row and line (up
+    to `MAX_FILE_ISSUES`): after the first, no chunk is yielded, the rest of the file is read
+    for its problems, and `DatasetError` lists them all. Memory holds one chunk of objects."""
     records: list[dict] = []
     lines = array("q")
     issues: list[ValidationIssue] = []
-    row = 0
+    columns: dict[str, None] = {}  # every key seen so far, in order of first appearance
+    row, yielded = 0, False
     for number, text, unreadable in text_lines(path):
         if text is not None and not text.strip():
             continue
@@ -88,18 +98,36 @@ def read_jsonl(path: Path) -> pd.DataFrame:
         elif not issues:  # a refused file's records are not kept
             records.append(record)
             lines.append(number)
-            if len(records) >= JSONL_BATCH_ROWS:
-                batches.append(pd.DataFrame.from_records(records))
-                records = []
+            if len(records) >= rows:
+                yield _jsonl_frame(records, lines, columns)
+                records, lines, yielded = [], array("q"), True
     if issues:
         raise DatasetError(str(path), issues)
-    if records or not batches:
-        batches.append(pd.DataFrame.from_records(records))
-    # a batch where a column is all null makes it `object`: inferred again as one batch would be
-    frame = (
-        batches[0] if len(batches) == 1 else pd.concat(batches, ignore_index=True).infer_objects()
-    )
-    return _with_lines(_ids_as_str(frame), np.frombuffer(lines, dtype=np.int64))
+    if records or not yielded:
+        yield _jsonl_frame(records, lines, columns)
+
+
+def _jsonl_frame(records: list[dict], lines: array, columns: dict[str, None]) -> pd.DataFrame:
+    """The records as a frame with every column of `columns` (updated with theirs); ids are
+    taken from the records themselves (a column of integers and nulls would make `7` a float)."""
+    frame = pd.DataFrame.from_records(records)
+    columns.update(dict.fromkeys(frame.columns))
+    if list(frame.columns) != list(columns):
+        frame = frame.reindex(columns=list(columns))
+    for column in ID_COLUMNS:
+        if column in frame.columns and frame[column].dtype.kind == "f":
+            frame[column] = pd.Series([r.get(column) for r in records], dtype=object)
+    return _with_lines(_ids_as_str(frame), np.frombuffer(lines, dtype=np.int64).copy())
+
+
+def _whole(chunks: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """The chunks of a file as one frame, with the lines of all (a column null in one chunk
+    is `object` there: its type is inferred again, as one frame of the file would have it)."""
+    frames = list(chunks)
+    if len(frames) <= 1:
+        return frames[0] if frames else _with_lines(pd.DataFrame(), np.empty(0, np.int64))
+    lines = np.concatenate([frame.attrs.pop("lines") for frame in frames])
+    return _with_lines(pd.concat(frames, ignore_index=True).infer_objects(), lines)
 
 
 def _json_object(text: str) -> tuple[dict | None, str | None]:
@@ -116,48 +144,79 @@ def _json_object(text: str) -> tuple[dict | None, str | None]:
 
 
 def read_delimited(path: Path, delimiter: str) -> pd.DataFrame:
-    """CSV/TSV with a header row; every value read as text, numbers converted by validation.
+    """`delimited_chunks` of the whole file as one frame."""
+    return _whole(delimited_chunks(path, delimiter, DELIMITED_CHUNK_ROWS))
 
-    A first pass (`delimited_records`) finds the physical line each record starts on (a quoted
-    field may span lines) and every problem pandas would stop at or not place: lines that are
-    not UTF-8 (by row and line), records with more fields than the header, records over
-    `RAG_EVAL_MAX_RECORD_BYTES`; all are listed at once (up to `MAX_FILE_ISSUES`)."""
-    lines, issues = delimited_records(path, delimiter)
+
+def delimited_chunks(path: Path, delimiter: str, rows: int) -> Iterator[pd.DataFrame]:
+    """CSV/TSV with a header row, `rows` records at a time; every value read as text (an
+    empty one as null), numbers converted by validation; each chunk has `attrs["lines"]`.
+
+    A pass ahead of pandas (`_record_starts`, Python's `csv`) finds the physical line each
+    record starts on (a quoted field may span lines) and every problem pandas would stop at or
+    not place: lines that are not UTF-8 (by row and line), records with more fields than the
+    header, records over `RAG_EVAL_MAX_RECORD_BYTES`. Pandas reads a chunk only once that pass
+    found no problem up to its end; after a problem, no chunk is yielded, the rest of the file
+    is read for its problems (up to `MAX_FILE_ISSUES`) and `DatasetError` lists them all."""
+    issues: list[ValidationIssue] = []
+    starts = _record_starts(path, delimiter, issues)
+    pending = array("q", islice(starts, rows))
+    failure: Exception | None = None
+    try:
+        with pd.read_csv(
+            path,
+            sep=delimiter,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],  # only an empty value is missing: "NA" and "null" are text
+            quoting=csv.QUOTE_MINIMAL,
+            chunksize=rows,
+        ) as reader:
+            while not issues and (frame := next(reader, None)) is not None:
+                pending.extend(islice(starts, rows))
+                lines, pending = _first_lines(pending, len(frame)), pending[len(frame) :]
+                yield _with_lines(frame, lines)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        failure = error
+    for _ in starts:  # the rest of the file's problems
+        pass
     if issues:
         raise DatasetError(str(path), issues)
-    try:
-        frame = pd.read_csv(
-            path, sep=delimiter, dtype=str, keep_default_na=False, quoting=csv.QUOTE_MINIMAL
-        )
-    except pd.errors.EmptyDataError as error:
-        raise DatasetError(
+    if failure is not None:
+        raise _unreadable_text(path, failure) from failure
+
+
+def _first_lines(starts: array, count: int) -> np.ndarray:
+    """The first `count` record starts; numbered on from the last when the two parsers read
+    the layout differently (fewer records found than pandas reads)."""
+    lines = np.frombuffer(starts, dtype=np.int64)[:count].copy()
+    last = int(lines[-1]) if len(lines) else 1
+    return np.concatenate([lines, np.arange(last + 1, last + 1 + count - len(lines))])
+
+
+def _unreadable_text(path: Path, error: Exception) -> DatasetError:
+    if isinstance(error, pd.errors.EmptyDataError):
+        return DatasetError(
             str(path), [ValidationIssue(path.name, "empty file: a header row is required")]
-        ) from error
-    except (pd.errors.ParserError, UnicodeDecodeError) as error:
-        raise DatasetError(
-            str(path), [ValidationIssue(path.name, f"unreadable: {error}")]
-        ) from error
-    frame = frame.replace({"": None})
-    if len(lines) != len(frame):  # a layout the two parsers read differently: count lines
-        lines = array("q", range(2, len(frame) + 2))
-    return _with_lines(frame, np.frombuffer(lines, dtype=np.int64))
+        )
+    return _unreadable(path, error)
 
 
-def delimited_records(path: Path, delimiter: str) -> tuple[array, list[ValidationIssue]]:
-    """The first physical line of each data record of a CSV/TSV file, and its problems (see
-    `read_delimited`), up to `MAX_FILE_ISSUES`."""
-    starts, issues = array("q"), []
+def _record_starts(path: Path, delimiter: str, issues: list[ValidationIssue]) -> Iterator[int]:
+    """The first physical line of each data record; its problems go to `issues` (the pass
+    stops at `MAX_FILE_ISSUES`)."""
     bad_lines: dict[int, str] = {}
     reader = csv.reader(_decoded_lines(path, bad_lines), delimiter=delimiter)
-    header_fields, previous_end = 0, 0
+    header_fields, previous_end, rows = 0, 0, 0
     try:
         for record in reader:
             start, previous_end = previous_end + 1, reader.line_num
             row = None
             unreadable = not record and start in bad_lines  # a line over the record limit
             if (record or unreadable) and header_fields:
-                starts.append(start)
-                row = len(starts)
+                rows += 1
+                row = rows
+                yield start
             header_fields = header_fields or len(record)
             for line in [n for n in bad_lines if n <= previous_end]:
                 issues.append(ValidationIssue(path.name, bad_lines.pop(line), row, line=line))
@@ -165,11 +224,10 @@ def delimited_records(path: Path, delimiter: str) -> tuple[array, list[Validatio
                 problem = f"{len(record)} fields where the header has {header_fields}"
                 issues.append(ValidationIssue(path.name, problem, row, line=start))
             if len(issues) >= MAX_FILE_ISSUES:
-                break
+                return
     except csv.Error as error:  # a quoted field running past the record limit
         problem = f"unreadable record ({error}; the limit is {MAX_RECORD_BYTES_ENV})"
-        issues.append(ValidationIssue(path.name, problem, len(starts) + 1, line=previous_end + 1))
-    return starts, issues
+        issues.append(ValidationIssue(path.name, problem, rows + 1, line=previous_end + 1))
 
 
 def _decoded_lines(path: Path, bad_lines: dict[int, str]) -> Iterator[str]:
@@ -396,14 +454,43 @@ def _run_columns(frame: pd.DataFrame, path: Path) -> pd.DataFrame:
 def read_table(path: Path) -> pd.DataFrame:
     """Read a table by its extension: `.jsonl`, `.csv`, `.tsv` or `.parquet`."""
     suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        return read_jsonl(path)
-    if suffix == ".csv":
-        return read_delimited(path, ",")
-    if suffix == ".tsv":
-        return read_delimited(path, "\t")
     if suffix == ".parquet":
         return read_parquet(path)
+    return _whole(
+        table_chunks(path, DELIMITED_CHUNK_ROWS if suffix in DELIMITERS else JSONL_BATCH_ROWS)
+    )
+
+
+def first_columns(path: Path) -> list[str]:
+    """The columns the table of `path` names first, read from its head only: a Parquet
+    file's schema, a CSV/TSV header, the keys of a JSON lines file's first object (a later
+    object may add some); none when that head is unreadable."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            return list(pq.read_schema(path).names)
+        if suffix in DELIMITERS:
+            return next(csv.reader([_first_line(path)], delimiter=DELIMITERS[suffix]), [])
+        if suffix != ".jsonl":
+            return []
+        lines = (text for _, text, _ in text_lines(path) if text is None or text.strip())
+        record, _ = _json_object(next(lines, None) or "")
+        return list(record or ())
+    except (OSError, ValueError):  # pyarrow's errors derive from these
+        return []
+
+
+def table_chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
+    """The table of `path` (by its extension, as `read_table`) `rows` rows at a time, each
+    chunk with `attrs["lines"]` where the format has lines; the same values and problems as
+    the whole file (a problem raises `DatasetError` once every chunk before it was yielded)."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return jsonl_chunks(path, rows)
+    if suffix in DELIMITERS:
+        return delimited_chunks(path, DELIMITERS[suffix], rows)
+    if suffix == ".parquet":
+        return parquet_chunks(path, rows)
     raise DatasetError(
         str(path),
         [ValidationIssue(path.name, "unsupported extension: use .jsonl, .csv, .tsv or .parquet")],

@@ -4,9 +4,9 @@ The first reader of a version validates its interactions and writes them here, s
 run reads only the days it needs: `<stage>/<key>/<generation>/<YYYY-MM-DD>.parquet`, one file
 per UTC day (rows in `timestamp`, `log_id` order) and `undated.parquet` for rows without a
 timestamp, published by `<stage>/<key>/_staged.json` (written last). The key is the digest of
-the version's files (`files_fingerprint`) and of the limits they were validated under, so a
-staged copy is only ever read for the very files it was made from; a changed file gets a new
-key and is staged again.
+the files the rows depend on (`golden.interactions_key`: the interaction files and the corpus)
+and of the limits they were validated under, so a staged copy is only ever read for the very
+files it was made from; a changed one gets a new key and is staged again.
 
 Publishing is atomic: locally the whole `<key>` folder is built aside, in a hidden temporary
 named for its writer (`objects.temporary_prefix`), and renamed into place (a second writer that
@@ -203,9 +203,11 @@ def _write_days(chunks: Iterable[pd.DataFrame], parts: Path, out: Path) -> tuple
     out.mkdir(parents=True)
     pq.write_table(schema.empty_table(), out / f"{EMPTY}.parquet")
     for name in names:
+        parts_of_day = (pq.read_table(p) for p in sorted((parts / name).iterdir()))
+        # a column a chunk lacks (JSON lines whose keys first appear later) is null there
         day = pa.concat_tables(
-            [pq.read_table(p).cast(schema) for p in sorted((parts / name).iterdir())]
-        )
+            [schema.empty_table(), *parts_of_day], promote_options="permissive"
+        ).cast(schema)
         pq.write_table(day.take(pc.sort_indices(day, ORDER)), out / f"{name}.parquet")
         shutil.rmtree(parts / name)
     return num_rows, names

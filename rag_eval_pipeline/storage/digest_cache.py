@@ -99,14 +99,19 @@ def _store(
     )
 
 
-def cached_files_digest(root: Path, location: str | os.PathLike[str]) -> str:
-    """`files_digest` of every file under `root`, reused from the stat cache at `location`
-    when no file changed (the rule in the module docstring)."""
+def cached_files_digest(
+    root: Path, location: str | os.PathLike[str], only: tuple[str, ...] | None = None
+) -> str:
+    """`files_digest` of every file under `root` (with `only`: those whose relative path is
+    one of `only` or lies under one), reused from the stat cache at `location` when no file
+    changed (the rule in the module docstring; an entry per `root` and `only`)."""
     directory = storage_path(location)
     files = source_files(root, "*")
+    if only is not None:
+        files = [p for p in files if is_under(p.relative_to(root).as_posix(), only)]
     if not is_local(directory):
         return files_digest(files, root)
-    folder = str(root.resolve())
+    folder = "\0".join([str(root.resolve()), *(only or ())])
     stat_at_ns = time.time_ns()
     stats = file_stats(files, root)
     cache = SharedDatabase(Path(directory.path) / CACHE_FILENAME, _SCHEMA, WHAT, WITHOUT)
@@ -118,3 +123,8 @@ def cached_files_digest(root: Path, location: str | os.PathLike[str]) -> str:
     finally:
         cache.close()
     return digest
+
+
+def is_under(relative: str, only: tuple[str, ...]) -> bool:
+    """Whether the relative path `relative` is one of `only` or lies under one."""
+    return any(relative == name or relative.startswith(f"{name}/") for name in only)

@@ -18,7 +18,7 @@ from pathlib import Path
 from upath import UPath
 
 from rag_eval_pipeline import settings
-from rag_eval_pipeline.storage.digest_cache import cached_files_digest
+from rag_eval_pipeline.storage.digest_cache import cached_files_digest, is_under
 from rag_eval_pipeline.storage.objects import is_local, storage_path
 
 ObjectIdentity = tuple[int, str]
@@ -49,12 +49,19 @@ def listing_fingerprint(listing: dict[str, ObjectIdentity]) -> str:
 
 
 def files_fingerprint(
-    folder: str | os.PathLike[str] | UPath, cache: str | os.PathLike[str] | None = None
+    folder: str | os.PathLike[str] | UPath,
+    cache: str | os.PathLike[str] | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> str:
     """The fingerprint of the files under `folder` (a local folder or an fsspec URL): the
     hash of their relative paths and bytes locally (with the stat cache at `cache`, default
-    `RAG_EVAL_CACHE`), of their keys, sizes and ETags on an object store."""
+    `RAG_EVAL_CACHE`), of their keys, sizes and ETags on an object store. With `only`: of the
+    files whose relative path is one of `only` or lies under one."""
     path = storage_path(folder)
+    cache = settings.CACHE_URL if cache is None else cache
     if is_local(path):
-        return cached_files_digest(Path(path.path), settings.CACHE_URL if cache is None else cache)
-    return listing_fingerprint(object_listing(path))
+        return cached_files_digest(Path(path.path), cache, only)
+    listing = object_listing(path)
+    if only is not None:
+        listing = {key: value for key, value in listing.items() if is_under(key, only)}
+    return listing_fingerprint(listing)
