@@ -51,7 +51,7 @@ def path_metadata(path: os.PathLike[str] | str) -> MetadataValue:
     unless it holds a control, line break, bidi or zero-width character (from a data folder or
     a version name), which is displayed as an escape (`one_line_text`) instead: the UI never
     shows a reordered, multi-line or look-alike path. `path_url` always reaches the real file."""
-    return MetadataValue.path(one_line_text(os.fspath(path)))
+    return MetadataValue.path(one_line_text(str(path)))
 
 
 def path_url(path: UPath | Path) -> str:
