@@ -12,6 +12,7 @@ what it removed and the bytes freed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -47,6 +48,14 @@ __all__ = ["s3_bucket", "s3_server"]  # fixtures
 
 DAY_S = 86_400.0
 WORKTREE = Path(__file__).resolve().parents[1]
+
+
+def key_of(name: str) -> str:
+    """A stage key (40 hex digits, as `stage_key` names an entry) for the test's name."""
+    return hashlib.blake2b(name.encode(), digest_size=20).hexdigest()
+
+
+K, K1, K2, K5, OLD, FOUND = map(key_of, ["k", "k1", "k2", "k5", "old", "found"])
 
 # A stager in its own process: stages `frame.parquet` under KEY at the stage ROOT, in two chunks.
 # With HANG, it stops mid-stage (its temporary folder written) and waits to be killed; with
@@ -130,7 +139,7 @@ def killed_stager(url: str, key: str, tmp_path: Path, **env: str) -> Path:
 
 def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Path) -> None:
     root = tmp_path / "stage"
-    killed = killed_stager(str(root), "k1", tmp_path)
+    killed = killed_stager(str(root), K1, tmp_path)
     other_host = root / ".k2.w~another-host~4242~77~abcd.tmp"
     old_other_host = root / ".k3.w~another-host~4242~77~efgh.tmp"
     live = root / f"{temporary_prefix(root / 'k4')}ijkl.tmp"  # this live process's
@@ -139,21 +148,22 @@ def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Pa
         (folder / "part.parquet").write_bytes(b"x" * 10)
     age(old_other_host, STALE_TEMPORARY_S + 60)
     age(live, STALE_TEMPORARY_S + 60)
-    stage_small(LogStage(storage_path(root)), "k5")
+    stage_small(LogStage(storage_path(root)), K5)
     assert not killed.exists() and not old_other_host.exists()
     assert other_host.exists() and live.exists()
-    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == ["k5"]
+    assert sorted(p.name for p in root.iterdir() if not p.name.startswith(".")) == [K5]
 
 
 def test_a_killed_stager_to_s3_leaves_a_scratch_folder_the_next_one_removes(
     tmp_path: Path, s3_server: str, s3_bucket: str
 ) -> None:
     url = f"{s3_bucket}/staged"
-    killed = killed_stager(url, f"k-{tmp_path.name}", tmp_path, **s3_environment(s3_server))
+    killed_key = key_of(f"k-{tmp_path.name}")
+    killed = killed_stager(url, killed_key, tmp_path, **s3_environment(s3_server))
     assert killed.parent == Path(tempfile.gettempdir()) / f"rag-eval-staging-{os.getuid()}"
-    stage_small(LogStage(storage_path(url)), "k2")
+    stage_small(LogStage(storage_path(url)), K2)
     assert not killed.exists()
-    assert not [key for key in bucket_keys(s3_server, s3_bucket) if "/k-" in key]
+    assert not [key for key in bucket_keys(s3_server, s3_bucket) if killed_key in key]
 
 
 def test_a_copy_unused_past_the_keep_time_goes_and_a_found_one_stays(
@@ -161,69 +171,74 @@ def test_a_copy_unused_past_the_keep_time_goes_and_a_found_one_stays(
 ) -> None:
     root = tmp_path / "stage"
     stage = LogStage(storage_path(root))
-    for key in ("old", "found"):
+    for key in (OLD, FOUND):
         stage_small(stage, key)
-    for key in ("old", "found"):
+    for key in (OLD, FOUND):
         for path in (root / key / USED_MARKER, root / key / STAGED_MANIFEST):
             age(path, 8 * DAY_S)
-    assert stage.find("found") is not None  # a reader: the marker is refreshed
-    assert time.time() - (root / "found" / USED_MARKER).stat().st_mtime < 60
-    size = sum(p.stat().st_size for p in (root / "old").rglob("*") if p.is_file())
+    assert stage.find(FOUND) is not None  # a reader: the marker is refreshed
+    assert time.time() - (root / FOUND / USED_MARKER).stat().st_mtime < 60
+    size = sum(p.stat().st_size for p in (root / OLD).rglob("*") if p.is_file())
     monkeypatch.setattr("rag_eval_pipeline.cli.cache.STAGED_URL", str(root))
     assert main(["cache", "prune", "--dry-run", "--keep-days", "7"]) == 0
     dry = capsys.readouterr().out.splitlines()
-    assert (root / "old").exists()
+    assert (root / OLD).exists()
     assert main(["cache", "prune", "--keep-days", "7"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert not (root / "old").exists() and stage.find("found") is not None
-    assert printed[0].startswith(f"removed {root / 'old'}: not used since ")
+    assert not (root / OLD).exists() and stage.find(FOUND) is not None
+    assert printed[0].startswith(f"removed {root / OLD}: not used since ")
     assert printed[0].endswith(f", {size:,} B")
     assert printed[-1] == f"freed {size:,} bytes in 1 path under {root}"
     assert dry == [line.replace("removed", "would remove", 1) for line in printed[:1]] + [
         printed[-1].replace("freed", "would free", 1)
     ]
-    assert stage.find("old") is None
+    assert stage.find(OLD) is None
+
+
+PARSED_OLD, PARSED_USED = "parsed-" + "a" * 40, "parsed-" + "b" * 40
+BROKEN_OLD, BROKEN_YOUNG = "c" * 40, "d" * 40
 
 
 def test_any_entry_with_a_manifest_follows_the_rule(tmp_path: Path) -> None:
-    """Not only staged logs: any folder under the stage published by a `_*.json` manifest (a
-    parse cache, say) goes when unused; a folder whose manifest does not read is unpublished and
-    goes once older than the grace."""
+    """Not only staged logs: any entry under the stage published by a `_*.json` manifest (a
+    parse cache, say) goes when unused; one whose manifest does not read is unpublished and
+    goes once older than the grace. A folder not named as an entry is never touched."""
     root = tmp_path / "stage"
     files = {
-        "parsed-old": {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
-        "parsed-used": {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
-        "broken-old": {"_staged.json": b'{"gener', "generation-a/2026-11-16.parquet": b"x" * 70},
-        "broken-young": {"_staged.json": b'{"gener', "generation-b/2026-11-16.parquet": b"x"},
+        "v1-not-an-entry": {"corpus.jsonl": b"{}" * 10, "generation-x/a.parquet": b"x"},
+        PARSED_OLD: {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
+        PARSED_USED: {"_parsed.json": b'{"files": 3}', "part-0.parquet": b"x" * 300},
+        BROKEN_OLD: {"_staged.json": b'{"gener', "generation-a/2026-11-16.parquet": b"x" * 70},
+        BROKEN_YOUNG: {"_staged.json": b'{"gener', "generation-b/2026-11-16.parquet": b"x"},
     }
     for entry, contents in files.items():
         for name, data in contents.items():
             (root / entry / name).parent.mkdir(parents=True, exist_ok=True)
             (root / entry / name).write_bytes(data)
-            if entry != "broken-young":
+            if entry != BROKEN_YOUNG:
                 age(root / entry / name, 8 * DAY_S)
-    stage_entries.mark_used(storage_path(root / "parsed-used"))
+    stage_entries.mark_used(storage_path(root / PARSED_USED))
     removals = prune_stage(storage_path(root), 7 * DAY_S, 3600.0)
     assert sorted(
         (Path(r.path).name, r.reason.split(" since")[0], r.num_bytes) for r in removals
     ) == [
-        ("broken-old", "not published, older than the grace", 77),
-        ("parsed-old", "not used", 312),
+        (BROKEN_OLD, "not published, older than the grace", 77),
+        (PARSED_OLD, "not used", 312),
     ]
-    assert sorted(p.name for p in root.iterdir()) == ["broken-young", "parsed-used"]
+    assert sorted(p.name for p in root.iterdir()) == [BROKEN_YOUNG, PARSED_USED, "v1-not-an-entry"]
 
 
 def test_the_use_marker_is_written_at_most_once_an_hour(tmp_path: Path) -> None:
     root = tmp_path / "stage"
     stage = LogStage(storage_path(root))
-    stage_small(stage, "k")
-    marker = root / "k" / USED_MARKER
+    stage_small(stage, K)
+    marker = root / K / USED_MARKER
     age(marker, USED_REFRESH_S / 2)
     before = marker.stat().st_mtime
-    assert stage.find("k") is not None
+    assert stage.find(K) is not None
     assert marker.stat().st_mtime == before
     age(marker, USED_REFRESH_S + 1)
-    assert stage.find("k") is not None
+    assert stage.find(K) is not None
     assert time.time() - marker.stat().st_mtime < 60
 
 
@@ -234,28 +249,28 @@ def test_a_reader_handed_the_copy_while_it_is_pruned_keeps_it_whole(
     withdrawn: the pruner sees the refreshed marker, puts the manifest back, keeps the copy."""
     root = tmp_path / "stage"
     stage = LogStage(storage_path(root))
-    stage_small(stage, "k")
-    for path in (root / "k" / USED_MARKER, root / "k" / STAGED_MANIFEST):
+    stage_small(stage, K)
+    for path in (root / K / USED_MARKER, root / K / STAGED_MANIFEST):
         age(path, 30 * DAY_S)
     handed = []
     withdraw = stage_entries._withdraw
 
     def reader_first(*args: object) -> bool:
-        handed.append(stage.find("k"))
+        handed.append(stage.find(K))
         return withdraw(*args)
 
     monkeypatch.setattr(stage_entries, "_withdraw", reader_first)
     assert prune_stage(storage_path(root), 0.0, 60.0) == []
     (copy,) = handed
     assert copy is not None and copy.whole().num_rows == 40
-    assert stage.find("k") == copy
+    assert stage.find(K) == copy
     # handed just now: kept by any keep time (the keep time is at least an hour + the grace)
     assert prune_stage(storage_path(root), 0.0, 60.0) == []
     monkeypatch.setattr(stage_entries, "_withdraw", withdraw)
-    for path in (root / "k" / USED_MARKER, root / "k" / STAGED_MANIFEST):
+    for path in (root / K / USED_MARKER, root / K / STAGED_MANIFEST):
         age(path, USED_REFRESH_S + 61)
     (removal,) = prune_stage(storage_path(root), 0.0, 60.0)  # no reader: it goes
-    assert removal.path == str(root / "k") and not (root / "k").exists()
+    assert removal.path == str(root / K) and not (root / K).exists()
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
@@ -286,7 +301,7 @@ def read_until_done(url: str, processes: list[subprocess.Popen], seen: list) -> 
     running = True
     while running:
         running = any(p.poll() is None for p in processes)  # one more look once they ended
-        found = stage.find("k")
+        found = stage.find(K)
         if found is not None:
             seen.append((found.folder.name, len(found.whole().to_pandas())))
         time.sleep(0.02)
@@ -301,7 +316,7 @@ def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     processes = []
     for folder in folders:
         folder.mkdir()
-        processes.append(stager(url, "k", folder, **env))
+        processes.append(stager(url, K, folder, **env))
     for folder, process in zip(folders, processes, strict=True):
         wait_for(folder / f"ready-{process.pid}")
     seen: list[tuple[str, int]] = []
@@ -317,23 +332,22 @@ def test_two_processes_staging_on_s3_at_once_publish_one_whole_copy(
     assert outputs[0] == outputs[1]  # both were handed the winner's copy
     keys = bucket_keys(s3_server, s3_bucket)
     generations = {key.split("/")[2] for key in keys if "/generation-" in key}
-    assert len(generations) == 2 and f"staged/k/{STAGED_MANIFEST}" in keys
-    copy = LogStage(storage_path(url)).find("k")
+    assert len(generations) == 2 and f"staged/{K}/{STAGED_MANIFEST}" in keys
+    copy = LogStage(storage_path(url)).find(K)
     assert copy is not None and copy.folder.name == outputs[0]["generation"]
     assert copy.num_rows == DAYS * PER_DAY
     pd.testing.assert_frame_equal(in_order(copy.whole().to_pandas()), in_order(logs_frame()))
-    abandoned = root / "k2" / "generation-killed" / "2026-11-16.parquet"  # a killed uploader's
+    abandoned = root / K2 / "generation-killed" / "2026-11-16.parquet"  # a killed uploader's
     abandoned.write_bytes(b"x" * 100)
     time.sleep(grace + 1.5)
     (lost,) = generations - {copy.folder.name}
     removals = sorted(prune_stage(root, 7 * DAY_S, grace), key=lambda r: r.path)
-    assert [(r.path.split("/staged/")[1], r.num_bytes > 0) for r in removals] == [
-        (f"k/{lost}", True),
-        ("k2", True),
-    ]
+    assert sorted((r.path.split("/staged/")[1], r.num_bytes > 0) for r in removals) == sorted(
+        [(f"{K}/{lost}", True), (K2, True)]
+    )
     left = bucket_keys(s3_server, s3_bucket)
-    assert not [key for key in left if lost in key or "/k2/" in key]
-    assert LogStage(storage_path(url)).find("k") == copy
+    assert not [key for key in left if lost in key or f"/{K2}/" in key]
+    assert LogStage(storage_path(url)).find(K) == copy
     pd.testing.assert_frame_equal(in_order(copy.whole().to_pandas()), in_order(logs_frame()))
 
 
@@ -341,11 +355,11 @@ def test_on_s3_a_pruner_puts_the_manifest_back_when_a_reader_came(s3_bucket: str
     """The pruner's last step on S3: the manifest withdrawn, the marker read again; a marker
     rewritten since the pruner's look puts the manifest back (create-only), else it stays out."""
     stage = LogStage(storage_path(f"{s3_bucket}/staged"))
-    stage_small(stage, "k")
-    copy = stage.find("k")
-    entry = storage_path(f"{s3_bucket}/staged/k")
+    stage_small(stage, K)
+    copy = stage.find(K)
+    entry = storage_path(f"{s3_bucket}/staged/{K}")
     manifest, marker = entry / STAGED_MANIFEST, entry / USED_MARKER
     assert not stage_entries._withdraw(manifest, marker, time.time() - 2 * USED_REFRESH_S)
-    assert copy is not None and stage.find("k") == copy
+    assert copy is not None and stage.find(K) == copy
     assert stage_entries._withdraw(manifest, marker, time.time() + 60)
-    assert stage.find("k") is None and not manifest.exists()
+    assert stage.find(K) is None and not manifest.exists()

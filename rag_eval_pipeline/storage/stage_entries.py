@@ -1,7 +1,8 @@
 """Entries under a stage root (`RAG_EVAL_STAGED`): their last use, and the rule that deletes
 what no reader needs any more.
 
-An *entry* is a folder `<root>/<name>/` published by a manifest, a `_*.json` file written last
+An *entry* is a folder `<root>/<name>/` named by a digest (`ENTRY_NAME`: 40 hex digits, with an
+optional `<kind>-` prefix) and published by a manifest, a `_*.json` file written last
 (`_staged.json` for a version's staged interactions, `datasets.staged_logs`); a manifest's
 `"generation"`, when it has one, names the `generation-*` folder it publishes. Whatever writes
 entries under the root follows that layout and reads a manifest with `read_published`, which
@@ -19,6 +20,9 @@ calls `mark_used` first: the entry's `_used` marker is then rewritten when it is
   and the entry's last use are older than `grace_s`;
 - in a folder without a readable manifest (an upload in progress or abandoned, a truncated
   manifest), every child older than `grace_s`.
+
+Nothing else under the root is touched (a folder of another name, say a dataset version left
+there by a `RAG_EVAL_STAGED` that points at the wrong place, is never deleted).
 
 A reader handed an entry at time t is never left without it before t + `grace_s`. It refreshed
 `_used` before reading the manifest, so `_used` ≥ t − `USED_REFRESH_S`, and an entry goes only
@@ -38,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -60,6 +65,7 @@ from rag_eval_pipeline.storage.objects import (
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX, folder_lock, machine_locks
 
 USED_MARKER = "_used"
+ENTRY_NAME = re.compile(r"(?:[a-z]+-)?[0-9a-f]{40}")
 USED_REFRESH_S = 3600.0
 
 
@@ -129,7 +135,7 @@ def prune_stage(
     with stage_lock(root):
         for info in root.fs.ls(root.path, detail=True):
             name = PurePosixPath(info["name"]).name
-            if info["type"] != "directory" or name.startswith("."):
+            if info["type"] != "directory" or not ENTRY_NAME.fullmatch(name):
                 continue
             with contextlib.suppress(FileNotFoundError):  # another pruner was faster
                 removals += _prune_entry(root / name, keep_s, grace_s, dry_run)
