@@ -195,7 +195,11 @@ def runs_side_by_side(
         for home, day in zip(homes, days, strict=True)
     ]
     outputs = [cli.communicate(timeout=WAIT_S)[0] for cli in clis]
-    assert [cli.returncode for cli in clis] == [0] * len(clis), outputs
+    failed = [
+        (day, out) for cli, day, out in zip(clis, days, outputs, strict=True) if cli.returncode
+    ]
+    if failed:  # the whole output of each failed run: pytest would cut an assertion's message
+        pytest.fail("\n".join(f"rag-eval run of {day} failed:\n{out}" for day, out in failed))
     return outputs
 
 
