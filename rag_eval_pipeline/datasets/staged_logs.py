@@ -24,7 +24,6 @@ generations past `RAG_EVAL_STAGED_GRACE_S`); `find` records each use (`read_publ
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import shutil
 import tempfile
@@ -39,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from upath import UPath
 
 from rag_eval_pipeline.settings import STAGED_GRACE_S, STAGED_KEEP_DAYS, STAGED_URL
@@ -47,24 +46,25 @@ from rag_eval_pipeline.storage.batches import TableBatches, parquet_batches
 from rag_eval_pipeline.storage.machine import cache_write
 from rag_eval_pipeline.storage.objects import (
     is_local,
-    read_snapshot,
     storage_path,
     temporary_prefix,
     write_text_atomically,
 )
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
 from rag_eval_pipeline.storage.stage_entries import (
+    parse_manifest,
     prune_stage,
+    read_manifest,
     read_published,
     scratch_folder,
     stage_lock,
 )
 
 STAGED_MANIFEST = "_staged.json"
+RESTAGED = "the copy is staged again"
 UNDATED = "undated"
 EMPTY = "empty"  # no rows, every column: the schema of a window without a row
 ORDER = [("timestamp", "ascending"), ("log_id", "ascending")]
-_LOG = logging.getLogger(__name__)
 
 
 class StagedManifest(BaseModel):
@@ -131,7 +131,8 @@ class LogStage:
         """The staged copy named `key`, or None when none was published (or its manifest does
         not read: a warning, and the copy is staged again). Records the use (`read_published`)."""
         data = read_published(self.root / key, STAGED_MANIFEST)
-        found = None if data is None else parse_manifest(data, self.root / key / STAGED_MANIFEST)
+        path = self.root / key / STAGED_MANIFEST
+        found = None if data is None else parse_manifest(StagedManifest, data, path, RESTAGED)
         if found is None:
             return None
         return StagedLogs(self.root / key / found.generation, found.num_rows, tuple(found.days))
@@ -154,32 +155,12 @@ class LogStage:
                 _publish_object(manifest.model_dump_json(), self.root / key / STAGED_MANIFEST)
             else:
                 (built / STAGED_MANIFEST).write_text(manifest.model_dump_json())
-                publish_folder(built, self.root, read_manifest)
+                publish_folder(built, self.root, partial(read_manifest, StagedManifest))
         with cache_write("the staged copies' cleanup", self.root):
             prune_stage(self.root, STAGED_KEEP_DAYS * 86_400, STAGED_GRACE_S)
         published = self.find(key)
         assert published is not None, f"staged copy {key} vanished"
         return published
-
-
-def read_manifest(path: UPath) -> StagedManifest | None:
-    """The manifest at `path`, None when it is gone or does not read (`parse_manifest`)."""
-    try:
-        return parse_manifest(read_snapshot(path), path, warn=False)
-    except FileNotFoundError:
-        return None
-
-
-def parse_manifest(data: bytes, path: UPath, *, warn: bool = True) -> StagedManifest | None:
-    """The manifest `data` read from `path`; None when it does not read (a truncated or corrupt
-    `_staged.json`: the copy counts as not staged, and `warn` says so as a warning)."""
-    try:
-        return StagedManifest.model_validate_json(data)
-    except ValidationError as error:
-        if warn:
-            reason = error.errors()[0]["msg"]
-            _LOG.warning(f"{path} does not read ({reason}): the copy is staged again")
-        return None
 
 
 def _write_days(chunks: Iterable[pd.DataFrame], parts: Path, out: Path) -> tuple[int, list[str]]:
@@ -243,7 +224,7 @@ def _publish_object(manifest: str, path: UPath) -> None:
     try:
         path.fs.pipe_file(path.path, manifest.encode(), mode="create")
     except FileExistsError:
-        if read_manifest(path) is None:
+        if read_manifest(StagedManifest, path) is None:
             write_text_atomically(manifest, path)
 
 

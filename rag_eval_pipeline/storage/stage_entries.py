@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -50,7 +51,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
+from pydantic import BaseModel, ValidationError
 from upath import UPath
 
 from rag_eval_pipeline.storage.machine import cache_write
@@ -65,6 +68,8 @@ from rag_eval_pipeline.storage.objects import (
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX, folder_lock, machine_locks
 
 USED_MARKER = "_used"
+M = TypeVar("M", bound=BaseModel)
+_LOG = logging.getLogger(__name__)
 ENTRY_NAME = re.compile(r"(?:[a-z]+-)?[0-9a-f]{40}")
 USED_REFRESH_S = 3600.0
 
@@ -109,6 +114,27 @@ def read_published(entry: UPath, manifest: str) -> bytes | None:
     try:
         return read_snapshot(path)
     except FileNotFoundError:  # withdrawn meanwhile by a pruner
+        return None
+
+
+def parse_manifest(model: type[M], data: bytes, path: UPath, redo: str | None) -> M | None:
+    """The manifest `data`, read from `path`, as `model`; None when it does not read (truncated
+    or corrupt: the entry counts as not published). `redo` says in a warning what is done
+    instead (None: no warning)."""
+    try:
+        return model.model_validate_json(data)
+    except ValidationError as error:
+        if redo is not None:
+            _LOG.warning(f"{path} does not read ({error.errors()[0]['msg']}): {redo}")
+        return None
+
+
+def read_manifest(model: type[M], path: UPath) -> M | None:
+    """The manifest at `path` as `model`, None when it is gone or does not read (no warning:
+    for a writer checking what another published)."""
+    try:
+        return parse_manifest(model, read_snapshot(path), path, None)
+    except FileNotFoundError:
         return None
 
 

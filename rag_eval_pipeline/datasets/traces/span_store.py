@@ -20,14 +20,14 @@ temporary folder each time (`buckets.spilled_traces` without a store).
 from __future__ import annotations
 
 import hashlib
-import logging
 import pickle
 import tempfile
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from upath import UPath
 
 from rag_eval_pipeline.datasets.lines import max_record_bytes
@@ -37,12 +37,17 @@ from rag_eval_pipeline.datasets.traces.detect import Reader
 from rag_eval_pipeline.datasets.validation import max_id_chars
 from rag_eval_pipeline.storage.objects import is_local, temporary_prefix
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
-from rag_eval_pipeline.storage.stage_entries import read_published, scratch_folder
+from rag_eval_pipeline.storage.stage_entries import (
+    parse_manifest,
+    read_manifest,
+    read_published,
+    scratch_folder,
+)
 
 SPANS_PREFIX = "spans-"
 FEEDBACK_FILE = "feedback.pickle"
 READ_BYTES = 2**20
-_LOG = logging.getLogger(__name__)
+REPARSED = "the file is parsed again"
 
 
 def file_key(path: Path, label: str) -> str:
@@ -84,7 +89,7 @@ class SpanStore:
                 pickle.dump(spilled.feedback, handle, pickle.HIGHEST_PROTOCOL)
             manifest = SpansManifest(generation=generation, sizes=spilled.sizes, label=label)
             (built / STAGED_MANIFEST).write_text(manifest.model_dump_json())
-            publish_folder(built, UPath(self.root), _read_manifest)
+            publish_folder(built, UPath(self.root), partial(read_manifest, SpansManifest))
         found = self._find(key)
         assert found is not None, f"stored spans {key} vanished"
         return found
@@ -94,7 +99,8 @@ class SpanStore:
         published or the manifest does not read (a warning: the file is parsed again)."""
         entry = UPath(self.root / key)
         data = read_published(entry, STAGED_MANIFEST)
-        found = None if data is None else _parse_manifest(data, entry / STAGED_MANIFEST)
+        path = entry / STAGED_MANIFEST
+        found = None if data is None else parse_manifest(SpansManifest, data, path, REPARSED)
         if found is None:
             return None
         folder = self.root / key / found.generation
@@ -109,20 +115,3 @@ class SpansManifest(BaseModel):
     generation: str
     sizes: list[int]
     label: str
-
-
-def _read_manifest(path: UPath) -> SpansManifest | None:
-    try:
-        return _parse_manifest(path.read_bytes(), path, warn=False)
-    except FileNotFoundError:
-        return None
-
-
-def _parse_manifest(data: bytes, path: UPath, *, warn: bool = True) -> SpansManifest | None:
-    try:
-        return SpansManifest.model_validate_json(data)
-    except ValidationError as error:
-        if warn:
-            reason = error.errors()[0]["msg"]
-            _LOG.warning(f"{path} does not read ({reason}): the file is parsed again")
-        return None
