@@ -140,9 +140,9 @@ def killed_stager(url: str, key: str, tmp_path: Path, **env: str) -> Path:
 def test_a_killed_stager_leaves_a_temporary_the_next_stager_removes(tmp_path: Path) -> None:
     root = tmp_path / "stage"
     killed = killed_stager(str(root), K1, tmp_path)
-    other_host = root / ".k2.w~another-host~4242~77~abcd.tmp"
-    old_other_host = root / ".k3.w~another-host~4242~77~efgh.tmp"
-    live = root / f"{temporary_prefix(root / 'k4')}ijkl.tmp"  # this live process's
+    other_host = root / f".{K2}.w~another-host~4242~77~abcd.tmp"
+    old_other_host = root / f".{key_of('k3')}.w~another-host~4242~77~efgh.tmp"
+    live = root / f"{temporary_prefix(root / key_of('k4'))}ijkl.tmp"  # this live process's
     for folder in (other_host, old_other_host, live):
         folder.mkdir()
         (folder / "part.parquet").write_bytes(b"x" * 10)
@@ -217,6 +217,9 @@ def test_any_entry_with_a_manifest_follows_the_rule(tmp_path: Path) -> None:
             (root / entry / name).write_bytes(data)
             if entry != BROKEN_YOUNG:
                 age(root / entry / name, 8 * DAY_S)
+    for hidden in (".env.tmpl", ".notes.tmp"):  # not a stager's: kept, however old
+        (root / hidden).write_text("mine")
+        age(root / hidden, 8 * DAY_S)
     stage_entries.mark_used(storage_path(root / PARSED_USED))
     removals = prune_stage(storage_path(root), 7 * DAY_S, 3600.0)
     assert sorted(
@@ -225,7 +228,8 @@ def test_any_entry_with_a_manifest_follows_the_rule(tmp_path: Path) -> None:
         (BROKEN_OLD, "not published, older than the grace", 77),
         (PARSED_OLD, "not used", 312),
     ]
-    assert sorted(p.name for p in root.iterdir()) == [BROKEN_YOUNG, PARSED_USED, "v1-not-an-entry"]
+    kept = [".env.tmpl", ".notes.tmp", BROKEN_YOUNG, PARSED_USED, "v1-not-an-entry"]
+    assert sorted(p.name for p in root.iterdir()) == kept
 
 
 def test_the_use_marker_is_written_at_most_once_an_hour(tmp_path: Path) -> None:
@@ -363,3 +367,21 @@ def test_on_s3_a_pruner_puts_the_manifest_back_when_a_reader_came(s3_bucket: str
     assert copy is not None and stage.find(K) == copy
     assert stage_entries._withdraw(manifest, marker, time.time() + 60)
     assert stage.find(K) is None and not manifest.exists()
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "soon"])
+def test_a_bound_that_is_not_a_number_from_zero_is_a_warning_and_the_default(value: str) -> None:
+    """A negative grace would delete a generation still being uploaded, NaN would keep every
+    copy forever: either is one warning line naming the variable, and the default applies."""
+    env = {**os.environ, "RAG_EVAL_STAGED_GRACE_S": value, "RAG_EVAL_STAGED_KEEP_DAYS": value}
+    shown = (
+        "from rag_eval_pipeline import settings as s; print(s.STAGED_GRACE_S, s.STAGED_KEEP_DAYS)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", shown], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == ["3600.0", "7.0"]
+    assert done.stderr.splitlines() == [
+        f"RAG_EVAL_STAGED_KEEP_DAYS={value!r} is not a number >= 0: 7 used",
+        f"RAG_EVAL_STAGED_GRACE_S={value!r} is not a number >= 0: 3600 used",
+    ]

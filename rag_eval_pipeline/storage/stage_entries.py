@@ -178,9 +178,13 @@ def scratch_folder(root: UPath) -> Path:
 
 
 def _temporaries(folder: Path, dry_run: bool) -> list[Removal]:
-    """The writers' leftovers in `folder`, removed unless `dry_run`."""
+    """The stagers' leftovers in `folder` (hidden temporaries of an entry, named for their
+    writer: `.<entry>.w~…tmp`; nothing else), removed unless `dry_run`."""
     removals = []
-    for leftover in stale_temporaries(folder.glob(".*.tmp*")):
+    named = [
+        p for p in folder.glob(".*.w~*.tmp*") if ENTRY_NAME.fullmatch(p.name[1:].split(".w~")[0])
+    ]
+    for leftover in stale_temporaries(named):
         try:
             size = storage_path(leftover).fs.du(str(leftover), total=True)
         except FileNotFoundError:  # another stager removed it
