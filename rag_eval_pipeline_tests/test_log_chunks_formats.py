@@ -214,6 +214,48 @@ def test_a_log_id_repeated_in_a_later_chunk_is_a_duplicate_key(
     assert issue.message == f"duplicate key {records[1]['log_id']!r}"
 
 
+@pytest.mark.parametrize("first", [0, 30])
+def test_a_required_key_missing_from_whole_chunks_is_a_missing_value_per_row(
+    tmp_path: Path, chunked_reads: list[Path], first: int
+) -> None:
+    """A JSON lines key the rows from `first` on lack for more than a chunk, present elsewhere
+    in the file: a missing value in each of those rows, as the whole file says, not a missing
+    column (what the chunk alone would say)."""
+    records = logs_records()
+    end = first + CHUNK + 5 if first == 0 else len(records)
+    for record in records[first:end]:
+        record.pop("question")
+    folder = write_version(tmp_path / "v1", records, "jsonl")
+    with pytest.raises(DatasetError) as chunked:
+        load_dataset(folder, stage=LogStage(storage_path(tmp_path / "stage")))
+    assert chunked_reads == [folder / "logs.jsonl"]
+    with pytest.raises(DatasetError) as whole:
+        load_dataset(folder)
+    found, expected = chunked.value.issues, whole.value.issues
+    assert [str(i) for i in found[:5]] == [str(i) for i in expected[:5]]  # a check shows 5 rows
+    assert all((i.column, i.message[:13]) == ("question", "missing value") for i in found)
+    rows = [i.row for i in found if i.row is not None]  # "(and N more)" is counted per chunk
+    assert rows[0] == first + 1 and set(rows) <= set(range(first + 1, end + 1))
+
+
+def test_a_tighter_id_or_record_limit_stages_the_logs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staged copy's key carries every limit validation applies: a stricter id length
+    refuses the version again instead of reusing the copy accepted under the looser one."""
+    records = logs_records()
+    records[5]["log_id"] = "l" * 100
+    folder = write_version(tmp_path / "v1", records, "jsonl")
+    stage = LogStage(storage_path(tmp_path / "stage"))
+    first = staged_folder(folder, stage)
+    monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "100000")
+    assert staged_folder(folder, stage).parent != first.parent
+    monkeypatch.setenv("RAG_EVAL_MAX_ID_CHARS", "50")
+    with pytest.raises(DatasetError) as refused:
+        load_dataset(folder, stage=stage)
+    assert "id longer than 50 characters" in str(refused.value.issues[0])
+
+
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_the_chunks_of_a_reader_are_its_whole_file(tmp_path: Path, fmt: str) -> None:
     path = write_logs(tmp_path, logs_records(), fmt)

@@ -23,6 +23,7 @@ from rag_eval_pipeline.datasets.formats import (
     beir_queries,
     evaluation_tables,
 )
+from rag_eval_pipeline.datasets.lines import max_record_bytes
 from rag_eval_pipeline.datasets.log_chunks import (
     STAGED_ROWS_RULE,
     validated_log_chunks,
@@ -51,6 +52,7 @@ from rag_eval_pipeline.datasets.validation import (
     SCHEMAS,
     TableSchema,
     TableValidator,
+    max_id_chars,
 )
 from rag_eval_pipeline.datasets.versions import (
     escapes_folder,
@@ -374,16 +376,18 @@ def _corpus_ids(
 
 def interactions_key(folder: Path, limits: DatasetLimits) -> str:
     """The name of a version's staged interactions: the digest of what their rows depend on,
-    the interaction files (`traces/`, else `logs.*`), the corpus file whose ids they are checked
-    against, the limits they were validated under and the rule that reads them
-    (`STAGED_ROWS_RULE`). Another file of the version (queries, qrels, runs, labels,
-    `dataset.yaml`) changes nothing staged: the copy is reused."""
+        the interaction files (`traces/`, else `logs.*`), the corpus file whose ids they are checked
+        against, the limits they were validated under (file size, text length, id length, record
+    size) and the rule that reads them
+        (`STAGED_ROWS_RULE`). Another file of the version (queries, qrels, runs, labels,
+        `dataset.yaml`) changes nothing staged: the copy is reused."""
     logs = find_table_file(folder, "logs")
     corpus = find_table_file(folder, "corpus")
     files = [TRACES_FOLDER] if has_traces(folder) else [logs.name] if logs else []
     only = tuple(files + ([corpus.name] if corpus else []))
     fingerprint = files_fingerprint(folder, only=only)
-    return stage_key(fingerprint, limits.max_file_bytes, limits.max_text_chars, STAGED_ROWS_RULE)
+    limits_read = (limits.max_file_bytes, limits.max_text_chars, max_id_chars(), max_record_bytes())
+    return stage_key(fingerprint, *limits_read, STAGED_ROWS_RULE)
 
 
 def _timestamped_logs(folder: Path, path: Path) -> bool:
