@@ -44,9 +44,36 @@ def validated_log_chunks(
     rows: int | None = None,
 ) -> Iterator[pd.DataFrame]:
     """The logs file at `path` read in chunks of `rows` rows (default `LOG_CHUNK_ROWS`,
-    `readers.table_chunks`) and validated (`validated_log_frames`)."""
-    chunks = table_chunks(path, rows or LOG_CHUNK_ROWS)
-    return validated_log_frames(chunks, label, max_text_chars, corpus_ids, str(path))
+    `readers.table_chunks`) and validated (`validated_log_frames`).
+
+    A required column absent from a chunk but found further on (a JSON lines key that the
+    first records lack) is a missing value in each of those rows, as in the whole table: when
+    validation refuses the file and such a column exists, the file is validated once more
+    with it added, empty, to every chunk that lacks it, for the whole table's problems."""
+    required = {column.name for column in SCHEMAS["logs"].columns if column.required}
+    seen: set[str] = set()
+    absent: set[str] = set()
+
+    def chunks(added: set[str]) -> Iterator[pd.DataFrame]:
+        for chunk in table_chunks(path, rows or LOG_CHUNK_ROWS):
+            seen.update(chunk.columns)
+            absent.update(required - set(chunk.columns))
+            missing = {name: None for name in added if name not in chunk.columns}
+            yield chunk.assign(**missing) if missing else chunk
+
+    def validated(added: set[str]) -> Iterator[pd.DataFrame]:
+        frames = chunks(added)
+        return validated_log_frames(frames, label, max_text_chars, corpus_ids, str(path))
+
+    try:
+        yield from validated(set())
+    except DatasetError:
+        late = absent & seen
+        if not late:
+            raise
+        for _ in validated(late):  # raises the whole table's problems
+            pass
+        raise
 
 
 def validated_log_frames(
