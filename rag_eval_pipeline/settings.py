@@ -12,6 +12,8 @@ older than `RAG_EVAL_STAGED_GRACE_S` (`storage.stage_entries`).
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from pathlib import Path
 
@@ -24,11 +26,30 @@ DATASETS_MIRROR = Path(
 )
 CACHE_URL = os.environ.get("RAG_EVAL_CACHE", str(DATA_DIR / "cache"))
 STAGED_URL = os.environ.get("RAG_EVAL_STAGED", f"{CACHE_URL.rstrip('/')}/staged")
+
+
+def _non_negative(name: str, default: float) -> float:
+    """The variable `name` as a finite number ≥ 0; `default` (with a warning naming the value)
+    when it is not one: a negative or NaN bound would delete what a writer still uploads, or
+    nothing ever."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = -1.0
+    if math.isfinite(value) and value >= 0:
+        return value
+    logging.getLogger(__name__).warning(
+        f"{name}={raw[:40]!r} is not a number >= 0: {default:g} used"
+    )
+    return default
+
+
 # staged copies not used for this many days are deleted (`storage.stage_entries`)
-STAGED_KEEP_DAYS = float(os.environ.get("RAG_EVAL_STAGED_KEEP_DAYS", "7"))
+STAGED_KEEP_DAYS = _non_negative("RAG_EVAL_STAGED_KEEP_DAYS", 7.0)
 # how long an unpublished or superseded generation under the stage is kept (a writer may still
 # be uploading it, a reader still reading it)
-STAGED_GRACE_S = float(os.environ.get("RAG_EVAL_STAGED_GRACE_S", "3600"))
+STAGED_GRACE_S = _non_negative("RAG_EVAL_STAGED_GRACE_S", 3600.0)
 REPORTS_URL = os.environ.get("RAG_EVAL_REPORTS", str(DATA_DIR / "reports"))
 WAREHOUSE_URL = os.environ.get("RAG_EVAL_WAREHOUSE", str(DATA_DIR / "warehouse"))
 
