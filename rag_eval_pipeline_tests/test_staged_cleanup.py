@@ -385,3 +385,18 @@ def test_a_bound_that_is_not_a_number_from_zero_is_a_warning_and_the_default(val
         f"RAG_EVAL_STAGED_KEEP_DAYS={value!r} is not a number >= 0: 7 used",
         f"RAG_EVAL_STAGED_GRACE_S={value!r} is not a number >= 0: 3600 used",
     ]
+
+
+def test_the_shared_scratch_folder_must_be_this_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage on an object store builds in `<tmp>/rag-eval-staging-<uid>`: made private, and
+    refused when it exists writable by others (someone could swap a day file before upload)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    remote = UPath("memory://stage")
+    made = stage_entries.made_scratch_folder(remote)
+    assert made == tmp_path / f"rag-eval-staging-{os.getuid()}"
+    assert made.is_dir() and made.stat().st_mode & 0o077 == 0
+    made.chmod(0o777)
+    with pytest.raises(PermissionError, match="is not a private folder of this user"):
+        stage_entries.made_scratch_folder(remote)

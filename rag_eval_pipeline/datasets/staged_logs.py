@@ -52,11 +52,11 @@ from rag_eval_pipeline.storage.objects import (
 )
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
 from rag_eval_pipeline.storage.stage_entries import (
+    made_scratch_folder,
     parse_manifest,
     prune_stage,
     read_manifest,
     read_published,
-    scratch_folder,
     stage_lock,
 )
 
@@ -142,8 +142,7 @@ class LogStage:
         and publish them; return the published copy (another writer's, if it won). Then apply
         the stage's cleanup rule."""
         local = self.root.path if is_local(self.root) else None
-        scratch = scratch_folder(self.root)
-        scratch.mkdir(parents=True, exist_ok=True)
+        scratch = made_scratch_folder(self.root)
         prefix = temporary_prefix(Path(self.root.path) / key)
         with tempfile.TemporaryDirectory(dir=scratch, prefix=prefix, suffix=".tmp") as work:
             built = Path(work) / key

@@ -44,6 +44,7 @@ import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import time
 import uuid
@@ -175,6 +176,25 @@ def scratch_folder(root: UPath) -> Path:
     if is_local(root):
         return Path(root.path)
     return Path(tempfile.gettempdir()) / f"rag-eval-staging-{os.getuid()}"
+
+
+def made_scratch_folder(root: UPath) -> Path:
+    """`scratch_folder(root)`, created if need be. The one in the shared temporary directory
+    (an object-store stage) is created private (mode 0700) and refused unless it is a folder
+    of this user that nobody else can write: another user could have made it first, to swap
+    the day files between their writing and their upload."""
+    scratch = scratch_folder(root)
+    if is_local(root):
+        scratch.mkdir(parents=True, exist_ok=True)
+        return scratch
+    scratch.mkdir(mode=0o700, exist_ok=True)
+    found = scratch.lstat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o022:
+        raise PermissionError(
+            f"{scratch} is not a private folder of this user (owner uid {found.st_uid}, mode "
+            f"{stat.S_IMODE(found.st_mode):o}): remove it, or set TMPDIR to a private folder"
+        )
+    return scratch
 
 
 def _temporaries(folder: Path, dry_run: bool) -> list[Removal]:

@@ -38,10 +38,10 @@ from rag_eval_pipeline.datasets.validation import max_id_chars
 from rag_eval_pipeline.storage.objects import is_local, temporary_prefix
 from rag_eval_pipeline.storage.parquet import GENERATION_PREFIX
 from rag_eval_pipeline.storage.stage_entries import (
+    made_scratch_folder,
     parse_manifest,
     read_manifest,
     read_published,
-    scratch_folder,
 )
 
 SPANS_PREFIX = "spans-"
@@ -78,8 +78,7 @@ class SpanStore:
         found = self._find(key)
         if found is not None:
             return found
-        scratch = scratch_folder(UPath(self.root))
-        scratch.mkdir(parents=True, exist_ok=True)
+        scratch = made_scratch_folder(UPath(self.root))
         prefix = temporary_prefix(self.root / key)
         with tempfile.TemporaryDirectory(dir=scratch, prefix=prefix, suffix=".tmp") as work:
             built = Path(work) / key
